@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs everything Berth needs on a fresh Debian 12 host: the Podman stack (as root, from
+# Debian's packages), npm dependencies, and the agent and engine images. Idempotent: each step
+# checks first and does nothing when its result is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CONTAINERS_CONF="${CONTAINERS_CONF:-$PWD/scripts/containers.conf}"
+
+say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+
+packages=(podman runc crun uidmap slirp4netns fuse-overlayfs debootstrap podman-compose)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "[setup] missing Debian packages: ${missing[*]}; run 'sudo apt-get install ${missing[*]}' or run make as root" >&2
+    exit 1
+  fi
+  say "installing Debian packages: ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  say "installing npm dependencies (npm ci)"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+
+bash scripts/build-images.sh

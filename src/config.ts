@@ -1,0 +1,319 @@
+// Every SERVICE_* variable, read once at start into one typed, frozen object.
+// An invalid value stops the start with a message that names the variable.
+import { availableParallelism } from 'node:os';
+import { resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { parseCpus, parseDuration, parseMemory } from './core/units.js';
+
+export type LogFormat = 'json' | 'text';
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+export type BlacklistBackendKind = 'memory' | 'bolt';
+export type CredentialKind = 'api_key' | 'oauth_token';
+
+export interface HostPort {
+  readonly host: string;
+  readonly port: number;
+}
+
+export interface Config {
+  readonly version: string;
+  readonly address: HostPort;
+  readonly metricsAddress: HostPort;
+  readonly logFormat: LogFormat;
+  readonly logLevel: LogLevel;
+  readonly dataDir: string;
+  readonly podmanSocket: string | undefined;
+  readonly maxBodyBytes: number;
+  readonly maxPromptBytes: number;
+  readonly maxConcurrentRuns: number;
+  readonly agent: {
+    readonly image: string;
+    readonly engineImage: string;
+    readonly sessionsDir: string;
+    readonly sessionsHostDir: string;
+    readonly workdirAutoCreate: boolean;
+    readonly defaultWorkdir: string;
+    readonly network: string;
+    readonly allowedVolumes: readonly string[];
+    readonly allowAllVolumes: boolean;
+    readonly allowedImagePatterns: readonly string[];
+    readonly defaultMemoryBytes: number;
+    readonly defaultCpus: number;
+    readonly defaultCpuShares: number;
+    readonly defaultTimeoutMs: number;
+    readonly maxMemoryBytes: number;
+    readonly maxCpus: number;
+    readonly maxTimeoutMs: number;
+    readonly pidsLimit: number;
+  };
+  readonly engine: {
+    /** Model endpoint as seen from inside agent containers; undefined = the embedded offline model. */
+    readonly baseUrl: string | undefined;
+    readonly credentialsFile: string | undefined;
+    readonly credentialsSecret: string;
+    readonly credentialKind: CredentialKind;
+    readonly offlineModel: boolean;
+    readonly offlineModelPort: number;
+  };
+  readonly sessions: {
+    readonly maxPageSize: number;
+  };
+  readonly jobs: {
+    readonly retentionMs: number;
+  };
+  readonly webhooks: {
+    readonly signingSecret: string;
+    readonly maxRetries: number;
+    readonly retryBaseDelayMs: number;
+    readonly timeoutMs: number;
+  };
+  readonly sse: {
+    readonly heartbeatMs: number;
+  };
+  readonly auth: {
+    readonly enabled: boolean;
+    readonly jwtSecret: string;
+    readonly apiTokens: readonly string[];
+    readonly accessTtlMs: number;
+    readonly refreshTtlMs: number;
+    readonly blacklistBackend: BlacklistBackendKind;
+    readonly blacklistBoltPath: string;
+    readonly blacklistCleanupIntervalMs: number;
+  };
+  readonly rateLimit: {
+    readonly enabled: boolean;
+    readonly rps: number;
+    readonly burst: number;
+    readonly trustedProxies: readonly string[];
+  };
+}
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    problem: string,
+  ) {
+    super(`${variable}: ${problem}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+const PACKAGE = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+  version: string;
+  optionalDependencies: Record<string, string>;
+};
+export const BERTH_VERSION = PACKAGE.version;
+export const ENGINE_VERSION = PACKAGE.optionalDependencies['@anthropic-ai/claude-code-linux-x64'] ?? 'unknown';
+
+// Placeholders people paste from examples; a JWT secret equal to one of these is refused.
+const PLACEHOLDER_SECRETS = new Set([
+  'changeme', 'change-me', 'change_me', 'secret', 'your-secret-key', 'your_secret_key', 'yoursecretkey',
+  'your-256-bit-secret', 'jwt-secret', 'jwt_secret', 'supersecret', 'super-secret', 'password', 'default',
+  'example', 'test', 'development', 'please-change-me', 'replace-me', 'mysecret', 'my-secret',
+]);
+
+export function isWeakJwtSecret(secret: string): string | undefined {
+  const advice = 'generate a random one (for example: openssl rand -hex 32)';
+  if (secret === '') return `is empty; ${advice}`;
+  if (secret.length < 32) return `is ${secret.length} characters long; at least 32 are required`;
+  if (new Set(secret).size <= 3) return `is made of repeated characters; ${advice}`;
+  const compact = secret.toLowerCase().replace(/[^a-z0-9]/g, '');
+  const isPlaceholder = [...PLACEHOLDER_SECRETS].some((placeholder) => {
+    const word = placeholder.replace(/[^a-z0-9]/g, '');
+    // "changemechangeme…" and "please-changeme-before-production" are placeholders too.
+    return compact === word.repeat(Math.max(1, Math.round(compact.length / word.length))) || (word.length >= 8 && compact.includes(word));
+  });
+  return isPlaceholder ? `is a known placeholder; ${advice}` : undefined;
+}
+
+class Reader {
+  constructor(private readonly env: Env) {}
+
+  string(name: string, fallback: string): string {
+    const value = this.env[name];
+    return value === undefined || value === '' ? fallback : value;
+  }
+
+  optional(name: string): string | undefined {
+    const value = this.env[name];
+    return value === undefined || value === '' ? undefined : value;
+  }
+
+  oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
+    const value = this.string(name, fallback);
+    if (!(allowed as readonly string[]).includes(value)) {
+      throw new ConfigError(name, `"${value}" is not one of ${allowed.join(', ')}`);
+    }
+    return value as T;
+  }
+
+  bool(name: string, fallback: boolean): boolean {
+    const value = this.optional(name);
+    if (value === undefined) return fallback;
+    if (/^(true|1|yes)$/i.test(value)) return true;
+    if (/^(false|0|no)$/i.test(value)) return false;
+    throw new ConfigError(name, `"${value}" is not a boolean (true or false)`);
+  }
+
+  int(name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
+    const value = this.optional(name);
+    if (value === undefined) return fallback;
+    if (!/^-?\d+$/.test(value) || Number(value) < min || Number(value) > max) {
+      throw new ConfigError(name, `"${value}" is not a whole number between ${min} and ${max}`);
+    }
+    return Number(value);
+  }
+
+  number(name: string, fallback: number, min: number): number {
+    const value = this.optional(name);
+    if (value === undefined) return fallback;
+    const parsed = Number(value);
+    if (!/^\d+(\.\d+)?$/.test(value) || parsed < min) throw new ConfigError(name, `"${value}" is not a number ≥ ${min}`);
+    return parsed;
+  }
+
+  duration(name: string, fallback: string): number {
+    const value = this.string(name, fallback);
+    const ms = parseDuration(value);
+    if (ms === undefined) throw new ConfigError(name, `"${value}" is not a duration such as 30s, 5m, 1h or 7d`);
+    return ms;
+  }
+
+  memory(name: string, fallback: string): number {
+    const value = this.string(name, fallback);
+    const bytes = parseMemory(value);
+    if (bytes === undefined) throw new ConfigError(name, `"${value}" is not a memory size such as 512m or 2g`);
+    return bytes;
+  }
+
+  cpus(name: string, fallback: string): number {
+    const value = this.string(name, fallback);
+    const cpus = parseCpus(value);
+    if (cpus === undefined) throw new ConfigError(name, `"${value}" is not a CPU count such as 0.5 or 2`);
+    return cpus;
+  }
+
+  list(name: string): string[] {
+    return (this.env[name] ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
+  }
+
+  hostPort(name: string, fallback: string): HostPort {
+    const value = this.string(name, fallback);
+    const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s]+)):(\d{1,5})$/.exec(value);
+    const port = match ? Number(match[3]) : NaN;
+    if (!match || port > 65535) throw new ConfigError(name, `"${value}" is not an address of the form host:port`);
+    return { host: match[1] ?? match[2]!, port };
+  }
+
+  absolutePath(name: string, fallback: string): string {
+    return resolve(this.string(name, fallback));
+  }
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const read = new Reader(env);
+  const dataDir = read.absolutePath('SERVICE_DATA_DIR', '.service/data');
+  const sessionsDir = read.absolutePath('SERVICE_AGENT_SESSIONS_DIR', '.service/sessions');
+  const machineCpus = availableParallelism();
+
+  const defaultMemoryBytes = read.memory('SERVICE_AGENT_DEFAULT_MEMORY', '512m');
+  const maxMemoryBytes = read.memory('SERVICE_AGENT_MAX_MEMORY', '8g');
+  if (defaultMemoryBytes > maxMemoryBytes) throw new ConfigError('SERVICE_AGENT_DEFAULT_MEMORY', 'is larger than SERVICE_AGENT_MAX_MEMORY');
+  const defaultTimeoutMs = read.duration('SERVICE_AGENT_DEFAULT_TIMEOUT', '30m');
+  const maxTimeoutMs = read.duration('SERVICE_AGENT_MAX_TIMEOUT', '4h');
+  if (defaultTimeoutMs > maxTimeoutMs) throw new ConfigError('SERVICE_AGENT_DEFAULT_TIMEOUT', 'is longer than SERVICE_AGENT_MAX_TIMEOUT');
+  const maxCpus = read.cpus('SERVICE_AGENT_MAX_CPUS', String(machineCpus));
+
+  const authEnabled = read.bool('SERVICE_AUTH_ENABLED', true);
+  const jwtSecret = read.string('SERVICE_JWT_SECRET', '');
+  if (authEnabled) {
+    const weakness = isWeakJwtSecret(jwtSecret);
+    if (weakness) throw new ConfigError('SERVICE_JWT_SECRET', `${weakness} (or set SERVICE_AUTH_ENABLED=false for local development)`);
+  }
+
+  const config: Config = {
+    version: BERTH_VERSION,
+    address: read.hostPort('SERVICE_ADDRESS', '127.0.0.1:8080'),
+    metricsAddress: read.hostPort('SERVICE_METRICS_ADDRESS', '127.0.0.1:9090'),
+    logFormat: read.oneOf('SERVICE_LOG_FORMAT', ['json', 'text'], 'json'),
+    logLevel: read.oneOf('SERVICE_LOG_LEVEL', ['debug', 'info', 'warn', 'error'], 'info'),
+    dataDir,
+    podmanSocket: read.optional('SERVICE_PODMAN_SOCKET'),
+    maxBodyBytes: read.int('SERVICE_MAX_BODY_BYTES', 2 * 1024 * 1024, 1024),
+    maxPromptBytes: read.int('SERVICE_MAX_PROMPT_BYTES', 1024 * 1024, 1),
+    maxConcurrentRuns: read.int('SERVICE_MAX_CONCURRENT_RUNS', Math.max(2, machineCpus), 1, 1000),
+    agent: {
+      image: read.string('SERVICE_AGENT_IMAGE', `localhost/berth-agent:${BERTH_VERSION}`),
+      engineImage: read.string('SERVICE_ENGINE_IMAGE', `localhost/berth-engine:${ENGINE_VERSION}`),
+      sessionsDir,
+      sessionsHostDir: read.absolutePath('SERVICE_AGENT_SESSIONS_HOST_DIR', sessionsDir),
+      workdirAutoCreate: read.bool('SERVICE_AGENT_WORKDIR_AUTO_CREATE', true),
+      defaultWorkdir: read.string('SERVICE_AGENT_DEFAULT_WORKDIR', '/workspace'),
+      network: read.string('SERVICE_AGENT_NETWORK', 'podman'),
+      allowedVolumes: read.list('SERVICE_AGENT_ALLOWED_VOLUMES'),
+      allowAllVolumes: read.bool('SERVICE_AGENT_ALLOW_ALL_VOLUMES', false),
+      allowedImagePatterns: read.list('SERVICE_AGENT_ALLOWED_IMAGE_PATTERNS'),
+      defaultMemoryBytes,
+      defaultCpus: read.cpus('SERVICE_AGENT_DEFAULT_CPUS', '1'),
+      defaultCpuShares: read.int('SERVICE_AGENT_DEFAULT_CPU_SHARES', 1024, 2, 262144),
+      defaultTimeoutMs,
+      maxMemoryBytes,
+      maxCpus,
+      maxTimeoutMs,
+      pidsLimit: read.int('SERVICE_AGENT_PIDS_LIMIT', 512, 16, 1_000_000),
+    },
+    engine: {
+      baseUrl: read.optional('SERVICE_ENGINE_BASE_URL'),
+      credentialsFile: read.optional('SERVICE_ENGINE_CREDENTIALS_FILE'),
+      credentialsSecret: read.string('SERVICE_ENGINE_CREDENTIALS_SECRET', 'berth-engine-credentials'),
+      credentialKind: read.oneOf('SERVICE_ENGINE_CREDENTIAL_KIND', ['api_key', 'oauth_token'], 'api_key'),
+      offlineModel: read.bool('SERVICE_OFFLINE_MODEL', true),
+      offlineModelPort: read.int('SERVICE_OFFLINE_MODEL_PORT', 8787, 0, 65535),
+    },
+    sessions: {
+      maxPageSize: read.int('SERVICE_SESSIONS_MAX_PAGE_SIZE', 500, 1, 100_000),
+    },
+    jobs: {
+      retentionMs: read.duration('SERVICE_JOB_RETENTION', '7d'),
+    },
+    webhooks: {
+      signingSecret: read.string('SERVICE_WEBHOOK_SIGNING_SECRET', ''),
+      maxRetries: read.int('SERVICE_WEBHOOK_MAX_RETRIES', 5, 0, 50),
+      retryBaseDelayMs: read.duration('SERVICE_WEBHOOK_RETRY_BASE_DELAY', '1s'),
+      timeoutMs: read.duration('SERVICE_WEBHOOK_TIMEOUT', '10s'),
+    },
+    sse: {
+      heartbeatMs: read.duration('SERVICE_SSE_HEARTBEAT_INTERVAL', '15s'),
+    },
+    auth: {
+      enabled: authEnabled,
+      jwtSecret,
+      apiTokens: read.list('SERVICE_API_TOKENS'),
+      accessTtlMs: read.duration('SERVICE_JWT_EXPIRY', '24h'),
+      refreshTtlMs: read.duration('SERVICE_JWT_REFRESH_EXPIRY', '7d'),
+      blacklistBackend: read.oneOf('SERVICE_AUTH_BLACKLIST_BACKEND', ['memory', 'bolt'], 'memory'),
+      blacklistBoltPath: read.absolutePath('SERVICE_AUTH_BLACKLIST_BOLT_PATH', resolve(dataDir, 'blacklist.db')),
+      blacklistCleanupIntervalMs: read.duration('SERVICE_AUTH_BLACKLIST_CLEANUP_INTERVAL', '1h'),
+    },
+    rateLimit: {
+      enabled: read.bool('SERVICE_RATE_LIMIT_ENABLED', true),
+      rps: read.number('SERVICE_RATE_LIMIT_RPS', 10, 0.001),
+      burst: read.int('SERVICE_RATE_LIMIT_BURST', 20, 1),
+      trustedProxies: read.list('SERVICE_RATE_LIMIT_TRUSTED_PROXIES'),
+    },
+  };
+  for (const volume of config.agent.allowedVolumes) {
+    if (!volume.startsWith('/')) throw new ConfigError('SERVICE_AGENT_ALLOWED_VOLUMES', `"${volume}" is not an absolute path`);
+  }
+  return deepFreeze(config);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object') {
+    for (const child of Object.values(value)) deepFreeze(child);
+    Object.freeze(value);
+  }
+  return value;
+}

@@ -1,0 +1,52 @@
+// A run request after validation: every value checked, parsed and defaulted. Past the validator nothing
+// needs to be re-checked; the runtime and the engine command line are built from this alone.
+import type { EngineOptions } from './run-request.js';
+
+/** What the run does with sessions; exactly one of these, so contradictory flags cannot reach the runtime. */
+export type SessionIntent =
+  | { readonly kind: 'new' }
+  | { readonly kind: 'resume'; readonly sessionId: string }
+  | { readonly kind: 'fork'; readonly fromSessionId: string }
+  | { readonly kind: 'continue' }
+  | { readonly kind: 'ephemeral' };
+
+export type MountOption = 'ro' | 'rw' | 'z' | 'Z' | 'noexec' | 'nosuid' | 'nodev' | 'exec' | 'suid' | 'dev';
+
+export interface VolumeMount {
+  /** Host path after symlink resolution (what is actually mounted). */
+  readonly hostPath: string;
+  readonly containerPath: string;
+  readonly readOnly: boolean;
+  /** Mount options passed to the runtime, without ro/rw (see readOnly). */
+  readonly options: readonly MountOption[];
+}
+
+export interface SecretEnv {
+  readonly variable: string;
+  readonly secret: string;
+}
+
+export interface ContainerPlan {
+  readonly image: string;
+  readonly volumes: readonly VolumeMount[];
+  readonly secretsEnv: readonly SecretEnv[];
+  readonly memoryBytes: number;
+  /** The memory limit as the caller wrote it (or the default), for messages. */
+  readonly memoryText: string;
+  readonly cpus: number;
+  readonly cpuShares: number;
+  readonly timeoutMs: number;
+  readonly timeoutText: string;
+}
+
+/** Engine options after validation; session flags are folded into RunPlan.session. */
+export type EnginePlan = Omit<EngineOptions, 'session_id' | 'resume' | 'continue' | 'fork_session' | 'no_persistence'>;
+
+export interface RunPlan {
+  readonly prompt: string;
+  readonly workdir: string;
+  readonly session: SessionIntent;
+  readonly engine: EnginePlan;
+  readonly container: ContainerPlan;
+  readonly webhookUrl: string | undefined;
+}

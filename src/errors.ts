@@ -1,0 +1,92 @@
+// The error catalogue: every error Berth answers with has a code here, an HTTP status and a message.
+// Errors of dependencies (Podman, the engine, SQLite, JWT) are translated into these at one place each,
+// and the HTTP layer turns a BerthError into {"error": message, "status": "error"}.
+// docs/errors.md lists the same codes; test/unit/errors.test.ts checks that the two agree.
+
+export const ERROR_STATUS = {
+  BERTH_ERR_REQUEST_INVALID: 400,
+  BERTH_ERR_REQUEST_TOO_LARGE: 413,
+  BERTH_ERR_VALIDATION: 400,
+  BERTH_ERR_IMAGE_MUSL: 400,
+  BERTH_ERR_IMAGE_NOT_ALLOWED: 400,
+  BERTH_ERR_IMAGE_NOT_FOUND: 400,
+  BERTH_ERR_SECRET_NOT_FOUND: 400,
+  BERTH_ERR_AUTH_TOKEN_REQUIRED: 401,
+  BERTH_ERR_AUTH_INVALID_TOKEN: 401,
+  BERTH_ERR_AUTH_TOKEN_EXPIRED: 401,
+  BERTH_ERR_AUTH_TOKEN_BLACKLISTED: 401,
+  BERTH_ERR_AUTH_INVALID_API_TOKEN: 401,
+  BERTH_ERR_NOT_FOUND: 404,
+  BERTH_ERR_SESSION_NOT_FOUND: 404,
+  BERTH_ERR_JOB_NOT_FOUND: 404,
+  BERTH_ERR_ROUTE_NOT_FOUND: 404,
+  BERTH_ERR_SESSION_BUSY: 409,
+  BERTH_ERR_JOB_FINISHED: 409,
+  BERTH_ERR_RATE_LIMITED: 429,
+  BERTH_ERR_RUN_FAILED: 500,
+  BERTH_ERR_RUN_TIMEOUT: 500,
+  BERTH_ERR_RUN_OOM: 500,
+  BERTH_ERR_INTERNAL: 500,
+  BERTH_ERR_ENGINE_NOT_CONFIGURED: 503,
+  BERTH_ERR_RUNTIME_UNAVAILABLE: 503,
+  BERTH_ERR_AUTH_BLACKLIST_UNAVAILABLE: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export class BerthError extends Error {
+  readonly status: number;
+
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'BerthError';
+    this.status = ERROR_STATUS[code];
+  }
+}
+
+/** Factories for the errors whose text is fixed or shaped by the catalogue. */
+export const errors = {
+  invalid: (message: string) => new BerthError('BERTH_ERR_VALIDATION', message),
+  badRequest: (message: string) => new BerthError('BERTH_ERR_REQUEST_INVALID', message),
+  tooLarge: (message: string) => new BerthError('BERTH_ERR_REQUEST_TOO_LARGE', message),
+  muslImage: (image: string) =>
+    new BerthError(
+      'BERTH_ERR_IMAGE_MUSL',
+      `image "${image}" is Alpine/musl-based: Alpine/musl-based images are not supported, because the engine needs glibc; use a Debian, Ubuntu or other glibc-based image`,
+    ),
+  imageNotAllowed: (image: string) =>
+    new BerthError('BERTH_ERR_IMAGE_NOT_ALLOWED', `container.image "${image}" is not allowed: it matches no pattern of SERVICE_AGENT_ALLOWED_IMAGE_PATTERNS`),
+  imageNotFound: (image: string) =>
+    new BerthError('BERTH_ERR_IMAGE_NOT_FOUND', `container.image "${image}" is not present on this host; pull it first (POST /images/pull) or build it`),
+  secretNotFound: (variable: string, secret: string) =>
+    new BerthError('BERTH_ERR_SECRET_NOT_FOUND', `container.secrets_env.${variable}: secret "${secret}" does not exist in the Podman secret store`),
+  tokenRequired: () => new BerthError('BERTH_ERR_AUTH_TOKEN_REQUIRED', 'token required'),
+  invalidToken: () => new BerthError('BERTH_ERR_AUTH_INVALID_TOKEN', 'invalid token'),
+  tokenExpired: () => new BerthError('BERTH_ERR_AUTH_TOKEN_EXPIRED', 'token expired'),
+  tokenBlacklisted: () => new BerthError('BERTH_ERR_AUTH_TOKEN_BLACKLISTED', 'token blacklisted'),
+  invalidApiToken: () => new BerthError('BERTH_ERR_AUTH_INVALID_API_TOKEN', 'invalid token'),
+  blacklistUnavailable: (why: string) =>
+    new BerthError('BERTH_ERR_AUTH_BLACKLIST_UNAVAILABLE', `token blacklist unavailable: ${why}`),
+  notFound: (what: string) => new BerthError('BERTH_ERR_NOT_FOUND', `${what} not found`),
+  sessionNotFound: (id: string) => new BerthError('BERTH_ERR_SESSION_NOT_FOUND', `session ${id} not found`),
+  jobNotFound: (id: string) => new BerthError('BERTH_ERR_JOB_NOT_FOUND', `job ${id} not found`),
+  routeNotFound: (method: string, url: string) => new BerthError('BERTH_ERR_ROUTE_NOT_FOUND', `no route ${method} ${url}`),
+  sessionBusy: (id: string) =>
+    new BerthError('BERTH_ERR_SESSION_BUSY', `session ${id} is in use by another run; retry when it has finished`),
+  jobFinished: (id: string, status: string) =>
+    new BerthError('BERTH_ERR_JOB_FINISHED', `job ${id} is already ${status} and cannot be cancelled`),
+  rateLimited: () => new BerthError('BERTH_ERR_RATE_LIMITED', 'rate limit exceeded; slow down and retry later'),
+  runFailed: (message: string) => new BerthError('BERTH_ERR_RUN_FAILED', message),
+  runTimeout: (timeout: string) =>
+    new BerthError('BERTH_ERR_RUN_TIMEOUT', `run timed out after ${timeout} (container.timeout); the container was removed`),
+  runOom: (memory: string) =>
+    new BerthError('BERTH_ERR_RUN_OOM', `run was killed for running out of memory (container.memory ${memory}); the container was removed`),
+  internal: (message: string) => new BerthError('BERTH_ERR_INTERNAL', message),
+  engineNotConfigured: (why: string) => new BerthError('BERTH_ERR_ENGINE_NOT_CONFIGURED', `engine not configured: ${why}`),
+  runtimeUnavailable: (why: string) =>
+    new BerthError('BERTH_ERR_RUNTIME_UNAVAILABLE', `container runtime unavailable: ${why}`),
+};
