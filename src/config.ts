@@ -17,6 +17,8 @@ export interface HostPort {
 
 export interface Config {
   readonly version: string;
+  /** Names this Berth instance in container labels, so a restart reaps only its own leftovers. */
+  readonly instanceName: string;
   readonly address: HostPort;
   readonly metricsAddress: HostPort;
   readonly logFormat: LogFormat;
@@ -235,6 +237,7 @@ export function loadConfig(env: Env = process.env): Config {
 
   const config: Config = {
     version: BERTH_VERSION,
+    instanceName: read.string('SERVICE_INSTANCE_NAME', 'default'),
     address: read.hostPort('SERVICE_ADDRESS', '127.0.0.1:8080'),
     metricsAddress: read.hostPort('SERVICE_METRICS_ADDRESS', '127.0.0.1:9090'),
     logFormat: read.oneOf('SERVICE_LOG_FORMAT', ['json', 'text'], 'json'),

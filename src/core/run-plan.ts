@@ -10,7 +10,11 @@ export type SessionIntent =
   | { readonly kind: 'continue' }
   | { readonly kind: 'ephemeral' };
 
-export type MountOption = 'ro' | 'rw' | 'z' | 'Z' | 'noexec' | 'nosuid' | 'nodev' | 'exec' | 'suid' | 'dev';
+/**
+ * The mount options a request may carry (core/validation/volumes.ts ALLOWED_MOUNT_OPTIONS says why).
+ * `exec`, `suid`, `dev` and propagation options are deliberately not representable.
+ */
+export type MountOption = 'ro' | 'rw' | 'z' | 'Z' | 'noexec' | 'nosuid' | 'nodev';
 
 export interface VolumeMount {
   /** Host path after symlink resolution (what is actually mounted). */
@@ -37,6 +41,18 @@ export interface ContainerPlan {
   readonly cpuShares: number;
   readonly timeoutMs: number;
   readonly timeoutText: string;
+  /** Lifecycle hooks, present when the request had container.lifecycle; each entry is one shell command. */
+  readonly lifecycle?: LifecyclePlan;
+}
+
+export interface LifecyclePlan {
+  /** on_create_command: run once when the session is first created; skipped on resume. */
+  readonly onCreate: readonly string[];
+  readonly postCreate: readonly string[];
+  /** Run on every container start, including resume. */
+  readonly postStart: readonly string[];
+  /** hooks_timeout: default 5m, at most SERVICE_AGENT_MAX_TIMEOUT. */
+  readonly timeoutMs: number;
 }
 
 /** Engine options after validation; session flags are folded into RunPlan.session. */

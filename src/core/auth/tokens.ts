@@ -1,0 +1,135 @@
+// Issues and verifies Berth's JWTs. Access and refresh tokens are HS256 JWTs signed with
+// SERVICE_JWT_SECRET, carrying sub, iat, exp, jti and a `typ` claim ('access' | 'refresh') so neither
+// kind is ever accepted as the other. Only HS256 is accepted: the header's alg is checked before any
+// verification and jose is told the same, so alg none, other HMAC sizes, RS256 and the RS256-with-HMAC-key
+// confusion all end as `invalid token`. Every jose error is translated here, at one place.
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { SignJWT, decodeProtectedHeader, errors as joseErrors, jwtVerify } from 'jose';
+import { BerthError, errors } from '../../errors.js';
+
+export type TokenKind = 'access' | 'refresh';
+
+export interface TokenClaims {
+  readonly sub: string;
+  /** Seconds since the epoch. */
+  readonly exp: number;
+  /** Seconds since the epoch. */
+  readonly iat: number;
+  readonly jti: string;
+  readonly typ: TokenKind;
+}
+
+export interface TokenPair {
+  access_token: string;
+  refresh_token: string;
+  token_type: 'Bearer';
+  /** Lifetime of access_token in seconds. */
+  expires_in: number;
+}
+
+export interface TokenServiceOptions {
+  readonly secret: string;
+  readonly accessTtlMs: number;
+  readonly refreshTtlMs: number;
+  /** Epoch milliseconds; injectable for tests. */
+  readonly now?: () => number;
+}
+
+const ALGORITHM = 'HS256';
+// Tokens Berth issues are ~300 bytes; anything far larger is not ours and is refused before parsing.
+const MAX_TOKEN_LENGTH = 4096;
+
+export class TokenService {
+  private readonly key: Uint8Array;
+  private readonly accessTtlSeconds: number;
+  private readonly refreshTtlSeconds: number;
+  private readonly now: () => number;
+
+  constructor(options: TokenServiceOptions) {
+    if (options.secret === '') throw new Error('TokenService: the signing secret is empty');
+    this.key = new TextEncoder().encode(options.secret);
+    this.accessTtlSeconds = toSeconds(options.accessTtlMs);
+    this.refreshTtlSeconds = toSeconds(options.refreshTtlMs);
+    this.now = options.now ?? Date.now;
+  }
+
+  async issuePair(subject: string): Promise<TokenPair> {
+    const [accessToken, refreshToken] = await Promise.all([
+      this.sign(subject, 'access', this.accessTtlSeconds),
+      this.sign(subject, 'refresh', this.refreshTtlSeconds),
+    ]);
+    return { access_token: accessToken, refresh_token: refreshToken, token_type: 'Bearer', expires_in: this.accessTtlSeconds };
+  }
+
+  /**
+   * Verifies a refresh token and issues a new pair for its subject (the refresh token rotates).
+   * Revoking the presented refresh token is the caller's job: it owns the blacklist.
+   */
+  async refresh(refreshToken: string): Promise<TokenPair> {
+    const claims = await this.verifyRefresh(refreshToken);
+    return this.issuePair(claims.sub);
+  }
+
+  verifyAccess(token: string): Promise<TokenClaims> {
+    return this.verify(token, 'access');
+  }
+
+  verifyRefresh(token: string): Promise<TokenClaims> {
+    return this.verify(token, 'refresh');
+  }
+
+  private async sign(subject: string, typ: TokenKind, ttlSeconds: number): Promise<string> {
+    const iat = Math.floor(this.now() / 1000);
+    return new SignJWT({ typ })
+      .setProtectedHeader({ alg: ALGORITHM, typ: 'JWT' })
+      .setSubject(subject)
+      .setIssuedAt(iat)
+      .setExpirationTime(iat + ttlSeconds)
+      .setJti(randomUUID())
+      .sign(this.key);
+  }
+
+  private async verify(token: string, expected: TokenKind): Promise<TokenClaims> {
+    if (token.length === 0 || token.length > MAX_TOKEN_LENGTH) throw errors.invalidToken();
+    try {
+      if (decodeProtectedHeader(token).alg !== ALGORITHM) throw errors.invalidToken();
+      const { payload } = await jwtVerify(token, this.key, {
+        algorithms: [ALGORITHM],
+        requiredClaims: ['sub', 'exp', 'iat', 'jti'],
+        currentDate: new Date(this.now()),
+      });
+      const { sub, exp, iat, jti, typ } = payload;
+      if (typ !== expected || typeof sub !== 'string' || sub === '' || typeof jti !== 'string' || jti === '') {
+        throw errors.invalidToken();
+      }
+      return { sub, exp: exp!, iat: iat!, jti, typ: expected };
+    } catch (error) {
+      if (error instanceof BerthError) throw error;
+      if (error instanceof joseErrors.JWTExpired) throw errors.tokenExpired();
+      throw errors.invalidToken();
+    }
+  }
+}
+
+/**
+ * Whether `presented` equals one of `accepted`, in time independent of where (or whether) they differ:
+ * both sides are hashed to SHA-256 first so lengths do not leak, and every candidate is compared.
+ */
+export function apiTokenMatches(presented: string, accepted: readonly string[]): boolean {
+  const digest = sha256(presented);
+  let matched = false;
+  for (const candidate of accepted) {
+    if (candidate === '') continue;
+    matched = timingSafeEqual(digest, sha256(candidate)) || matched;
+  }
+  return matched;
+}
+
+function sha256(text: string): Buffer {
+  return createHash('sha256').update(text, 'utf8').digest();
+}
+
+function toSeconds(ms: number): number {
+  if (!Number.isFinite(ms) || ms <= 0) throw new Error(`TokenService: token lifetime ${ms} ms is not positive`);
+  return Math.max(1, Math.round(ms / 1000));
+}

@@ -1,0 +1,105 @@
+// How agent containers reach a model and with which credential. Decided once at start:
+//  1. SERVICE_ENGINE_CREDENTIALS_FILE set → its content is synced into the Podman secret
+//     SERVICE_ENGINE_CREDENTIALS_SECRET, and runs use SERVICE_ENGINE_BASE_URL (default Anthropic's API);
+//  2. else that secret already exists in Podman's store → runs use it;
+//  3. else, with SERVICE_OFFLINE_MODEL=true, the embedded offline model with a generated key;
+//  4. else the engine is not configured and runs answer 503.
+// The credential only ever travels as a Podman secret mounted as a file: never through the API, argv,
+// or the container's environment as stored by Podman.
+import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import type { Config } from '../config.js';
+import { errors } from '../errors.js';
+import type { ContainerRuntime } from '../runtime/container-runtime.js';
+
+export type EngineMode = 'credentials-file' | 'credentials-secret' | 'offline-model' | 'not-configured';
+
+export interface EngineAccessState {
+  readonly mode: EngineMode;
+  readonly baseUrl: string;
+  readonly secretName: string;
+  /** The variable the engine reads the credential from. */
+  readonly variable: 'ANTHROPIC_API_KEY' | 'CLAUDE_CODE_OAUTH_TOKEN';
+  readonly offline: boolean;
+  readonly message: string;
+}
+
+export interface OfflineModelHandle {
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+export type StartOfflineModel = (apiKey: string) => Promise<OfflineModelHandle>;
+
+const DEFAULT_BASE_URL = 'https://api.anthropic.com';
+/** Containers reach the host under this name on Podman's default network. */
+const HOST_FROM_CONTAINER = 'host.containers.internal';
+
+export class EngineAccess {
+  private state: EngineAccessState;
+  private offlineModel: OfflineModelHandle | undefined;
+  private ownedSecret: string | undefined;
+
+  constructor(
+    private readonly config: Config,
+    private readonly runtime: ContainerRuntime,
+    private readonly startOfflineModel: StartOfflineModel,
+    private readonly instanceId: string,
+  ) {
+    this.state = this.notConfigured('not initialised');
+  }
+
+  async init(): Promise<EngineAccessState> {
+    const { engine } = this.config;
+    const variable = engine.credentialKind === 'oauth_token' ? 'CLAUDE_CODE_OAUTH_TOKEN' : 'ANTHROPIC_API_KEY';
+    if (engine.credentialsFile) {
+      const value = (await readFile(engine.credentialsFile, 'utf8')).trim();
+      if (value === '') throw new Error(`SERVICE_ENGINE_CREDENTIALS_FILE: ${engine.credentialsFile} is empty`);
+      await this.runtime.removeSecret(engine.credentialsSecret);
+      await this.runtime.createSecret(engine.credentialsSecret, value);
+      this.state = {
+        mode: 'credentials-file', baseUrl: engine.baseUrl ?? DEFAULT_BASE_URL, secretName: engine.credentialsSecret,
+        variable, offline: false, message: `engine configured from ${engine.credentialsFile} (synced into Podman secret ${engine.credentialsSecret})`,
+      };
+    } else if (await this.runtime.secretExists(engine.credentialsSecret)) {
+      this.state = {
+        mode: 'credentials-secret', baseUrl: engine.baseUrl ?? DEFAULT_BASE_URL, secretName: engine.credentialsSecret,
+        variable, offline: false, message: `engine configured with Podman secret ${engine.credentialsSecret}`,
+      };
+    } else if (engine.offlineModel) {
+      const key = `offline-${randomBytes(24).toString('hex')}`;
+      this.offlineModel = await this.startOfflineModel(key);
+      this.ownedSecret = `berth-offline-model-key-${this.instanceId}`;
+      await this.runtime.removeSecret(this.ownedSecret);
+      await this.runtime.createSecret(this.ownedSecret, key);
+      this.state = {
+        mode: 'offline-model', baseUrl: `http://${HOST_FROM_CONTAINER}:${this.offlineModel.port}`, secretName: this.ownedSecret,
+        variable: 'ANTHROPIC_API_KEY', offline: true,
+        message: 'engine uses the embedded offline model (deterministic, no API key); set SERVICE_ENGINE_CREDENTIALS_FILE or create the Podman secret SERVICE_ENGINE_CREDENTIALS_SECRET for a real model',
+      };
+    } else {
+      this.state = this.notConfigured(
+        `no credentials: set SERVICE_ENGINE_CREDENTIALS_FILE, or create the Podman secret "${engine.credentialsSecret}", or enable SERVICE_OFFLINE_MODEL`,
+      );
+    }
+    return this.state;
+  }
+
+  current(): EngineAccessState {
+    if (this.state.mode === 'not-configured') throw errors.engineNotConfigured(this.state.message);
+    return this.state;
+  }
+
+  status(): EngineAccessState {
+    return this.state;
+  }
+
+  async close(): Promise<void> {
+    if (this.ownedSecret) await this.runtime.removeSecret(this.ownedSecret).catch(() => undefined);
+    await this.offlineModel?.close();
+  }
+
+  private notConfigured(message: string): EngineAccessState {
+    return { mode: 'not-configured', baseUrl: '', secretName: '', variable: 'ANTHROPIC_API_KEY', offline: false, message };
+  }
+}

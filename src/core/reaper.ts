@@ -1,0 +1,18 @@
+// Removes what a previous process of this Berth instance left behind when it died without cleaning up
+// (kill -9, power loss): its agent containers, found by label, and stray image probes.
+import type { Logger } from 'pino';
+import { INSTANCE_LABEL, PROBE_LABEL, type ContainerRuntime } from '../runtime/container-runtime.js';
+
+export async function reapLeftovers(runtime: ContainerRuntime, instanceName: string, log: Logger): Promise<number> {
+  const leftovers = [
+    ...(await runtime.listContainers(`${INSTANCE_LABEL}=${instanceName}`)),
+    ...(await runtime.listContainers(PROBE_LABEL)),
+  ];
+  for (const container of leftovers) {
+    await runtime.removeContainer(container.id);
+  }
+  if (leftovers.length > 0) {
+    log.warn({ count: leftovers.length, containers: leftovers.map((c) => c.names[0] ?? c.id) }, 'removed containers left by a previous run of this instance');
+  }
+  return leftovers.length;
+}

@@ -1,0 +1,189 @@
+// Runs one engine turn in one container, from a validated plan, and always removes the container:
+// after success, engine errors, timeouts, OOM kills, cancellation (client gone, job deleted) and
+// runtime failures alike.
+import type { Logger } from 'pino';
+import type { RunPlan } from '../run-plan.js';
+import type { ContainerRuntime, ContainerSpec } from '../../runtime/container-runtime.js';
+import { INSTANCE_LABEL, RUN_LABEL } from '../../runtime/container-runtime.js';
+import { buildEngineInvocation } from '../../engine/command.js';
+import { ENGINE_CONFIG_DIR, ENGINE_MOUNT, INPUT_DIR_NAME, INPUT_PARENT_DIR, SECRET_ENV_DIR } from '../../engine/layout.js';
+import { LineSplitter, parseEngineLine, type ResultEnvelope } from '../../engine/stream-json.js';
+import type { PreparedSession } from '../sessions/session-store.js';
+import type { EngineAccess } from '../engine-access.js';
+
+/** How a run ended. `crashed` covers every end the engine did not choose itself. */
+export type RunOutcome =
+  | { readonly kind: 'completed'; readonly envelope: ResultEnvelope; readonly rawOutput: string }
+  | { readonly kind: 'failed'; readonly message: string; readonly envelope: ResultEnvelope | undefined; readonly rawOutput: string }
+  | {
+      readonly kind: 'crashed';
+      readonly reason: 'oom' | 'timeout' | 'signal' | 'cancelled';
+      readonly exitCode: number;
+      readonly signal: string;
+      readonly partialOutput: string;
+      readonly taskCompleted: boolean;
+    };
+
+export interface RunHooks {
+  /** Assistant text as the engine streams it. */
+  onText?(text: string): void;
+  onContainerStarted?(containerId: string): void;
+}
+
+export interface RunContext {
+  readonly runId: string;
+  readonly plan: RunPlan;
+  readonly session: PreparedSession;
+  readonly signal: AbortSignal;
+  readonly hooks?: RunHooks;
+}
+
+export interface ExecutorDependencies {
+  readonly runtime: ContainerRuntime;
+  readonly engineAccess: EngineAccess;
+  readonly engineImage: string;
+  readonly instanceId: string;
+  readonly pidsLimit: number;
+  readonly network: string;
+  readonly workdirAutoCreate: boolean;
+  readonly log: Logger;
+}
+
+const SIGNALS: Record<number, string> = { 1: 'SIGHUP', 2: 'SIGINT', 6: 'SIGABRT', 9: 'SIGKILL', 11: 'SIGSEGV', 13: 'SIGPIPE', 15: 'SIGTERM' };
+
+export function signalOfExitCode(exitCode: number): string {
+  return exitCode > 128 ? (SIGNALS[exitCode - 128] ?? `SIG${exitCode - 128}`) : '';
+}
+
+export class RunExecutor {
+  constructor(private readonly deps: ExecutorDependencies) {}
+
+  async execute(context: RunContext): Promise<RunOutcome> {
+    const { plan, runId, session } = context;
+    const access = this.deps.engineAccess.current();
+    const invocation = buildEngineInvocation({
+      engine: plan.engine,
+      session: session.engineSession,
+      prompt: plan.prompt,
+      modelBaseUrl: access.baseUrl,
+      offlineModel: access.offline,
+    });
+    const spec: ContainerSpec = {
+      name: `berth-${runId}`,
+      image: plan.container.image,
+      command: invocation.command,
+      env: invocation.env,
+      workdir: plan.workdir,
+      createWorkdir: this.deps.workdirAutoCreate,
+      bindMounts: [
+        { hostPath: session.mountPath, containerPath: ENGINE_CONFIG_DIR, readOnly: false, options: [] },
+        ...plan.container.volumes.map((v) => ({ hostPath: v.hostPath, containerPath: v.containerPath, readOnly: v.readOnly, options: v.options })),
+      ],
+      imageMounts: [{ image: this.deps.engineImage, containerPath: ENGINE_MOUNT }],
+      secretFiles: [
+        { secret: access.secretName, containerPath: `${SECRET_ENV_DIR}/${access.variable}` },
+        ...plan.container.secretsEnv.map((s) => ({ secret: s.secret, containerPath: `${SECRET_ENV_DIR}/${s.variable}` })),
+      ],
+      labels: { [RUN_LABEL]: runId, [INSTANCE_LABEL]: this.deps.instanceId },
+      memoryBytes: plan.container.memoryBytes,
+      cpus: plan.container.cpus,
+      cpuShares: plan.container.cpuShares,
+      pidsLimit: this.deps.pidsLimit,
+      network: this.deps.network,
+    };
+
+    const { runtime } = this.deps;
+    let containerId: string | undefined;
+    try {
+      containerId = await runtime.createContainer(spec);
+      await runtime.putFiles(
+        containerId,
+        INPUT_PARENT_DIR,
+        Object.entries(invocation.inputFiles).map(([name, content]) => ({
+          path: `${INPUT_DIR_NAME}/${name}`,
+          content: Buffer.from(content, 'utf8'),
+          mode: 0o444,
+        })),
+      );
+      return await this.supervise(containerId, context);
+    } finally {
+      if (containerId !== undefined) {
+        await runtime.removeContainer(containerId).catch((error: unknown) => {
+          this.deps.log.error({ err: error, runId, containerId }, 'container removal failed; the reaper will retry at next start');
+        });
+      }
+    }
+  }
+
+  private async supervise(containerId: string, context: RunContext): Promise<RunOutcome> {
+    const { runtime } = this.deps;
+    const { plan, signal, hooks } = context;
+    const splitter = new LineSplitter();
+    const lines: string[] = [];
+    let stderr = '';
+    let envelope: ResultEnvelope | undefined;
+    const consume = (line: string) => {
+      lines.push(line);
+      const event = parseEngineLine(line);
+      if (event.kind === 'text') hooks?.onText?.(event.text);
+      else if (event.kind === 'result') envelope = event.envelope;
+    };
+
+    let stopReason: 'timeout' | 'cancelled' | undefined;
+    const stop = (reason: 'timeout' | 'cancelled') => {
+      if (stopReason) return;
+      stopReason = reason;
+      runtime.killContainer(containerId).catch(() => undefined);
+    };
+    const timer = setTimeout(() => stop('timeout'), plan.container.timeoutMs);
+    const onAbort = () => stop('cancelled');
+    signal.addEventListener('abort', onAbort, { once: true });
+    const followAbort = new AbortController();
+
+    try {
+      if (signal.aborted) throw new Error('run cancelled before start');
+      await runtime.startContainer(containerId);
+      hooks?.onContainerStarted?.(containerId);
+      const reading = (async () => {
+        for await (const chunk of runtime.followOutput(containerId, followAbort.signal)) {
+          if (chunk.stream === 'stderr') {
+            stderr = (stderr + chunk.data.toString('utf8')).slice(-8192);
+            continue;
+          }
+          for (const line of splitter.push(chunk.data.toString('utf8'))) consume(line);
+        }
+        for (const line of splitter.flush()) consume(line);
+      })();
+      const exit = await runtime.waitContainer(containerId);
+      // The log stream ends with the container; give it a moment to deliver its last lines.
+      await Promise.race([reading, new Promise((r) => setTimeout(r, 2_000))]);
+      followAbort.abort();
+      await reading.catch(() => undefined);
+
+      const rawOutput = lines.length > 0 ? `${lines.join('\n')}\n` : '';
+      if (exit.oomKilled || stopReason || exit.exitCode > 128) {
+        const reason = exit.oomKilled ? 'oom' : (stopReason ?? 'signal');
+        return {
+          kind: 'crashed',
+          reason,
+          exitCode: exit.exitCode,
+          signal: signalOfExitCode(exit.exitCode) || (reason === 'oom' || stopReason ? 'SIGKILL' : ''),
+          partialOutput: rawOutput,
+          taskCompleted: envelope !== undefined && !envelope.isError,
+        };
+      }
+      if (envelope && !envelope.isError && exit.exitCode === 0) return { kind: 'completed', envelope, rawOutput };
+      const message = envelope?.result || stderr.trim() || `engine exited with code ${exit.exitCode} and no result`;
+      return { kind: 'failed', message, envelope, rawOutput };
+    } catch (error) {
+      if (stopReason === 'cancelled' || signal.aborted) {
+        return { kind: 'crashed', reason: 'cancelled', exitCode: 137, signal: 'SIGKILL', partialOutput: lines.join('\n'), taskCompleted: false };
+      }
+      throw error;
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+      followAbort.abort();
+    }
+  }
+}

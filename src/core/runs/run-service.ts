@@ -1,0 +1,183 @@
+// The use case "run a prompt": validate, check the image, take the session, execute, and shape the result.
+// Shared by every run mode; the modes differ only in how they deliver what this returns.
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Config } from '../../config.js';
+import { BerthError, errors } from '../../errors.js';
+import type { RunRequest } from '../run-request.js';
+import type { RunPlan } from '../run-plan.js';
+import type { ContainerRuntime } from '../../runtime/container-runtime.js';
+import { validateRunRequest } from '../validation/validate-run.js';
+import type { SessionStore, PreparedSession } from '../sessions/session-store.js';
+import type { ImageCheck } from './image-check.js';
+import type { RunExecutor, RunHooks, RunOutcome } from './run-executor.js';
+import type { EngineAccess } from '../engine-access.js';
+import { cumulativeUsage, readTranscript } from '../../engine/transcript.js';
+import { estimateCostUsd } from '../../engine/pricing.js';
+import type { TokenUsage } from '../../engine/stream-json.js';
+
+export type RunMode = 'sync' | 'async' | 'stream' | 'agent';
+
+export interface RunUsage {
+  readonly token_usage: TokenUsage;
+  readonly estimated_cost_usd: number;
+}
+
+export interface RunResult {
+  readonly id: string;
+  readonly status: 'completed';
+  readonly output: string;
+  readonly session_id: string;
+  readonly usage?: RunUsage;
+  readonly structured_output?: unknown;
+}
+
+export interface RunObserver {
+  runFinished(mode: RunMode, outcome: RunOutcome['kind'] | 'timeout' | 'oom' | 'cancelled' | 'error', durationMs: number): void;
+  containerStarted(): void;
+  containerStopped(): void;
+}
+
+export interface RunServiceDependencies {
+  readonly config: Config;
+  readonly runtime: ContainerRuntime;
+  readonly sessions: SessionStore;
+  readonly images: ImageCheck;
+  readonly executor: RunExecutor;
+  readonly engineAccess: EngineAccess;
+  readonly log: Logger;
+  readonly observer?: RunObserver;
+  /** Aborted at service shutdown: every run in flight is cancelled and its container removed. */
+  readonly shutdownSignal?: AbortSignal;
+}
+
+/** A validated run whose session is taken: what async jobs keep between acceptance and execution. */
+export interface AcceptedRun {
+  readonly runId: string;
+  readonly plan: RunPlan;
+  readonly session: PreparedSession;
+}
+
+export function newRunId(): string {
+  return `run-${randomUUID()}`;
+}
+
+export class RunService {
+  private readonly inFlight = new Set<Promise<unknown>>();
+
+  constructor(private readonly deps: RunServiceDependencies) {}
+
+  /** Resolves when every run in flight has ended (used at shutdown, after the shutdown signal). */
+  async drain(): Promise<void> {
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  /** Everything that can refuse a request, before any container exists. */
+  async accept(request: RunRequest, options: { sessionId?: string } = {}): Promise<AcceptedRun> {
+    const plan = await validateRunRequest(request, {
+      config: this.deps.config,
+      secretExists: (name) => this.deps.runtime.secretExists(name),
+    });
+    this.deps.engineAccess.current();
+    await this.deps.images.ensureRunnable(plan.container.image);
+    const session = await this.deps.sessions.prepare(plan.session, plan.workdir, options.sessionId);
+    return { runId: newRunId(), plan, session };
+  }
+
+  /** Runs an accepted run to its outcome and releases its session. */
+  async execute(accepted: AcceptedRun, mode: RunMode, signal: AbortSignal, hooks: RunHooks = {}): Promise<RunOutcome> {
+    const running = this.executeTracked(accepted, mode, signal, hooks);
+    this.inFlight.add(running);
+    try {
+      return await running;
+    } finally {
+      this.inFlight.delete(running);
+    }
+  }
+
+  private async executeTracked(accepted: AcceptedRun, mode: RunMode, callerSignal: AbortSignal, hooks: RunHooks): Promise<RunOutcome> {
+    const signal = this.deps.shutdownSignal ? AbortSignal.any([callerSignal, this.deps.shutdownSignal]) : callerSignal;
+    const started = Date.now();
+    const { observer } = this.deps;
+    let outcomeLabel: Parameters<RunObserver['runFinished']>[1] = 'error';
+    try {
+      const outcome = await this.deps.executor.execute({
+        runId: accepted.runId,
+        plan: accepted.plan,
+        session: accepted.session,
+        signal,
+        hooks: {
+          onText: hooks.onText,
+          onContainerStarted: (id) => {
+            observer?.containerStarted();
+            hooks.onContainerStarted?.(id);
+          },
+        },
+      });
+      outcomeLabel = outcome.kind === 'crashed' ? (outcome.reason === 'signal' ? 'crashed' : outcome.reason) : outcome.kind;
+      if (outcome.kind === 'crashed' && outcome.reason === 'cancelled') outcomeLabel = 'cancelled';
+      return outcome;
+    } finally {
+      const durationMs = Date.now() - started;
+      observer?.containerStopped();
+      observer?.runFinished(mode, outcomeLabel, durationMs);
+      this.deps.log.info({ runId: accepted.runId, sessionId: accepted.session.sessionId, mode, outcome: outcomeLabel, durationMs }, 'run finished');
+      await accepted.session.release();
+    }
+  }
+
+  /** POST /run: the whole run, answered as the run response or as the error it ended in. */
+  async runSync(request: RunRequest, signal: AbortSignal): Promise<RunResult> {
+    const accepted = await this.accept(request);
+    const outcome = await this.execute(accepted, 'sync', signal);
+    return this.toResult(accepted, outcome);
+  }
+
+  async toResult(accepted: AcceptedRun, outcome: RunOutcome): Promise<RunResult> {
+    const outputFormat = accepted.plan.engine.output_format ?? 'text';
+    switch (outcome.kind) {
+      case 'completed': {
+        const usage = await this.sessionUsage(accepted, outcome.envelope.usage, outcome.envelope.model);
+        return {
+          id: accepted.runId,
+          status: 'completed',
+          output: outputFormat === 'stream-json' ? outcome.rawOutput : outcome.envelope.result,
+          session_id: accepted.session.sessionId,
+          ...(usage ? { usage } : {}),
+          ...(outcome.envelope.structuredOutput !== undefined && accepted.plan.engine.json_schema !== undefined
+            ? { structured_output: outcome.envelope.structuredOutput }
+            : {}),
+        };
+      }
+      case 'failed':
+        throw errors.runFailed(`engine failed: ${outcome.message}`);
+      case 'crashed':
+        throw this.crashError(accepted, outcome);
+    }
+  }
+
+  crashError(accepted: AcceptedRun, outcome: Extract<RunOutcome, { kind: 'crashed' }>): BerthError {
+    switch (outcome.reason) {
+      case 'oom':
+        return errors.runOom(accepted.plan.container.memoryText);
+      case 'timeout':
+        return errors.runTimeout(accepted.plan.container.timeoutText);
+      case 'cancelled':
+        return errors.runFailed('run was cancelled; the container was removed');
+      case 'signal':
+        return errors.runFailed(`engine was killed by ${outcome.signal || 'a signal'} (exit code ${outcome.exitCode}); the container was removed`);
+    }
+  }
+
+  /** Cumulative usage of the session from its transcript; this turn's usage when nothing was persisted. */
+  private async sessionUsage(accepted: AcceptedRun, turnUsage: TokenUsage | undefined, model: string | undefined): Promise<RunUsage | undefined> {
+    let total: { usage: TokenUsage; model: string | undefined } | undefined;
+    if (accepted.session.persistent) {
+      const records = await readTranscript(this.deps.sessions.pathOf(accepted.session.sessionId), accepted.session.sessionId).catch(() => []);
+      total = cumulativeUsage(records);
+    }
+    total ??= turnUsage ? { usage: turnUsage, model } : undefined;
+    if (!total) return undefined;
+    return { token_usage: total.usage, estimated_cost_usd: estimateCostUsd(total.usage, total.model ?? model) };
+  }
+}

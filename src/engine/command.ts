@@ -1,0 +1,88 @@
+// The engine's command line and environment for one run, from validated options. Every option of the
+// spec maps to one real flag or environment switch of Claude Code (README, "Engine options").
+// User text (prompt, system prompts) never appears in argv: it is uploaded as files, so no character of
+// it can be taken as a flag or a shell word, and its size is not bounded by the kernel's argv limits.
+import type { EnginePlan } from '../core/run-plan.js';
+import { ENGINE_BINARY, ENGINE_CONFIG_DIR, INPUT_DIR, PROMPT_FILE, SECRET_ENV_DIR } from './layout.js';
+
+/** How the engine should treat sessions, with ids already chosen by Berth. */
+export type EngineSession =
+  | { readonly kind: 'new'; readonly sessionId: string }
+  | { readonly kind: 'resume'; readonly sessionId: string }
+  | { readonly kind: 'fork'; readonly fromSessionId: string; readonly sessionId: string }
+  | { readonly kind: 'ephemeral'; readonly sessionId: string };
+
+export interface EngineInvocation {
+  /** The container's command: a fixed shell script plus the engine's argv as positional parameters. */
+  readonly command: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  /** Files to upload to INPUT_DIR before start (name → content). */
+  readonly inputFiles: Readonly<Record<string, string>>;
+}
+
+// Exports each secret file as a variable, then execs the engine with the prompt on stdin.
+// The script is a constant: caller-controlled values reach it only as "$@" and as files.
+const LAUNCH_SCRIPT = [
+  `for f in ${SECRET_ENV_DIR}/*; do [ -f "$f" ] && export "\${f##*/}=$(cat "$f")"; done`,
+  `exec "$@" < ${PROMPT_FILE}`,
+].join('\n');
+
+export function buildEngineInvocation(options: {
+  engine: EnginePlan;
+  session: EngineSession;
+  prompt: string;
+  modelBaseUrl: string;
+  offlineModel: boolean;
+}): EngineInvocation {
+  const { engine, session } = options;
+  const args: string[] = [ENGINE_BINARY, '-p', '--output-format', 'stream-json', '--verbose', '--include-partial-messages'];
+  const inputFiles: Record<string, string> = { prompt: options.prompt };
+
+  switch (session.kind) {
+    case 'new':
+      args.push('--session-id', session.sessionId);
+      break;
+    case 'resume':
+      args.push('--resume', session.sessionId);
+      break;
+    case 'fork':
+      args.push('--resume', session.fromSessionId, '--fork-session', '--session-id', session.sessionId);
+      break;
+    case 'ephemeral':
+      args.push('--session-id', session.sessionId, '--no-session-persistence');
+      break;
+  }
+
+  if (engine.model !== undefined) args.push('--model', engine.model);
+  if (engine.system_prompt !== undefined) {
+    inputFiles['system-prompt'] = engine.system_prompt;
+    args.push('--system-prompt-file', `${INPUT_DIR}/system-prompt`);
+  }
+  if (engine.append_system_prompt !== undefined) {
+    inputFiles['append-system-prompt'] = engine.append_system_prompt;
+    args.push('--append-system-prompt-file', `${INPUT_DIR}/append-system-prompt`);
+  }
+  for (const tool of engine.allowed_tools ?? []) args.push('--allowedTools', tool);
+  for (const tool of engine.disallowed_tools ?? []) args.push('--disallowedTools', tool);
+  if (engine.json_schema !== undefined) args.push('--json-schema', JSON.stringify(engine.json_schema));
+  if (engine.max_budget_usd !== undefined) args.push('--max-budget-usd', String(engine.max_budget_usd));
+  if (engine.max_turns !== undefined && engine.max_turns > 0) args.push('--max-turns', String(engine.max_turns));
+  if (engine.effort !== undefined) args.push('--effort', engine.effort);
+  if (engine.dangerously_skip_permissions !== false) args.push('--dangerously-skip-permissions');
+
+  const env: Record<string, string> = {
+    ANTHROPIC_BASE_URL: options.modelBaseUrl,
+    CLAUDE_CONFIG_DIR: ENGINE_CONFIG_DIR,
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    // Root-run images need it for --dangerously-skip-permissions; harmless for a non-root user.
+    IS_SANDBOX: '1',
+  };
+  // The offline model answers at once or fails on purpose: retrying would only hide the failure.
+  if (options.offlineModel) env.CLAUDE_CODE_MAX_RETRIES = '0';
+  if (engine.prompt_caching_ttl === '1h') env.ENABLE_PROMPT_CACHING_1H = '1';
+  if (engine.prompt_caching_ttl === '5m') env.FORCE_PROMPT_CACHING_5M = '1';
+  if (engine.bedrock_service_tier !== undefined) env.ANTHROPIC_BEDROCK_SERVICE_TIER = engine.bedrock_service_tier;
+  if (engine.enable_powershell_tool === true) env.CLAUDE_CODE_USE_POWERSHELL_TOOL = '1';
+
+  return { command: ['/bin/sh', '-c', LAUNCH_SCRIPT, 'berth-launch', ...args], env, inputFiles };
+}

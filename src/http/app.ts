@@ -1,0 +1,85 @@
+// The Fastify application: error handling, validators, OpenAPI, cross-cutting plugins, then routes.
+// Everything it serves comes in through AppServices; it builds nothing of the domain itself.
+import Fastify, { type FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { RunService } from '../core/runs/run-service.js';
+import type { SystemStatus } from '../core/system-status.js';
+import type { TokenService } from '../core/auth/tokens.js';
+import type { TokenBlacklist } from '../store/blacklist/blacklist.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { registerErrorHandler } from './error-handler.js';
+import { createValidatorCompiler } from './validators.js';
+import { ErrorBodySchema } from './schemas.js';
+import { registerAuth } from './plugins/auth.js';
+import { registerRateLimit } from './plugins/rate-limit.js';
+import { registerHttpMetrics } from './plugins/http-metrics.js';
+import { registerAuthRoutes } from './routes/auth.js';
+import { registerRunRoutes } from './routes/run.js';
+import { registerSystemRoutes } from './routes/system.js';
+
+export interface AppServices {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  readonly runs: RunService;
+  readonly status: SystemStatus;
+  readonly tokens: TokenService;
+  readonly blacklist: TokenBlacklist | undefined;
+  /** Extra route groups (jobs, sessions, streams) registered by their own modules. */
+  readonly extraRoutes?: readonly ((app: FastifyInstance) => void)[];
+}
+
+export async function buildApp(services: AppServices): Promise<FastifyInstance> {
+  const { config } = services;
+  const app = Fastify({
+    loggerInstance: services.logger,
+    bodyLimit: config.maxBodyBytes,
+    disableRequestLogging: true,
+    genReqId: () => `req-${Math.random().toString(36).slice(2, 10)}`,
+  }) as unknown as FastifyInstance; // pino's Logger is a FastifyBaseLogger; only the generic differs
+  app.setValidatorCompiler(createValidatorCompiler());
+  registerErrorHandler(app);
+  app.addSchema(ErrorBodySchema);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: {
+        title: 'Berth',
+        description: 'Runs the Claude Code CLI inside isolated Podman containers. Errors are always {"error": "...", "status": "error"}.',
+        version: config.version,
+      },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
+      security: config.auth.enabled ? [{ bearer: [] }] : [],
+    },
+  });
+
+  // One log line per request, with its id and duration.
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info(
+      { reqId: request.id, method: request.method, route: request.routeOptions.url ?? request.url, status: reply.statusCode, durationMs: Math.round(reply.elapsedTime) },
+      'request',
+    );
+  });
+
+  registerHttpMetrics(app, services.metrics);
+  // Rate limiting runs before authentication so that a flood of bad tokens is limited too.
+  if (config.rateLimit.enabled) {
+    registerRateLimit(app, {
+      rps: config.rateLimit.rps,
+      burst: config.rateLimit.burst,
+      trustedProxies: config.rateLimit.trustedProxies,
+      metrics: services.metrics,
+    });
+  }
+  registerAuth(app, { enabled: config.auth.enabled, tokens: services.tokens, blacklist: services.blacklist, metrics: services.metrics });
+
+  app.get('/swagger/doc.json', { schema: { hide: true } }, async () => app.swagger());
+  registerAuthRoutes(app, { config: config.auth, tokens: services.tokens, blacklist: services.blacklist });
+  registerSystemRoutes(app, { status: services.status });
+  registerRunRoutes(app, { runs: services.runs });
+  for (const register of services.extraRoutes ?? []) register(app);
+  return app;
+}

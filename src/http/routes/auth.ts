@@ -1,0 +1,190 @@
+// /auth/token, /auth/refresh, /auth/validate, /auth/logout. Token rules live in core/auth/tokens.ts and
+// the access-token gate in plugins/auth.ts; these handlers only decode, call and answer.
+// Refresh tokens are single-use: a refresh blacklists the presented refresh token's jti (when a
+// blacklist exists), so a stolen refresh token that has been used once is worthless.
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Config } from '../../config.js';
+import { apiTokenMatches, type TokenClaims, type TokenService } from '../../core/auth/tokens.js';
+import { errors } from '../../errors.js';
+import type { Metrics } from '../../metrics/metrics.js';
+import type { TokenBlacklist } from '../../store/blacklist/blacklist.js';
+import { authFailureReason, authenticate, bearerToken } from '../plugins/auth.js';
+import { errorResponses } from '../schemas.js';
+
+export interface AuthRoutesDeps {
+  readonly config: Config['auth'];
+  readonly tokens: TokenService;
+  readonly blacklist: TokenBlacklist | undefined;
+  /** When given, refused API tokens and refresh tokens are counted in berth_auth_failures_total. */
+  readonly metrics?: Metrics;
+}
+
+const TokenPairResponse = Type.Object({
+  access_token: Type.String({ description: 'HS256 JWT for Authorization: Bearer on protected endpoints.' }),
+  refresh_token: Type.String({ description: 'Single-use HS256 JWT for POST /auth/refresh; rotated on every refresh.' }),
+  token_type: Type.Literal('Bearer'),
+  expires_in: Type.Integer({ description: 'Lifetime of access_token in seconds (SERVICE_JWT_EXPIRY; 86400 by default).' }),
+});
+
+const TokenRequest = Type.Object(
+  {
+    client_id: Type.String({
+      minLength: 1,
+      maxLength: 256,
+      description: 'Name of the caller; becomes the tokens\' sub claim. 1–256 characters, no control characters.',
+    }),
+  },
+  { additionalProperties: false },
+);
+
+const RefreshRequest = Type.Object(
+  { refresh_token: Type.String({ minLength: 1, maxLength: 4096 }) },
+  { additionalProperties: false },
+);
+
+// The body is optional: a bare `POST /auth/logout` with no body revokes the access token only.
+const LogoutRequest = Type.Object(
+  {
+    refresh_token: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 4096,
+        description: 'Optional: the refresh token of the same client, blacklisted too so it cannot mint new access tokens.',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const ValidateResponse = Type.Object({
+  valid: Type.Boolean(),
+  claims: Type.Object({
+    sub: Type.String(),
+    exp: Type.Integer({ description: 'Expiry, seconds since the epoch.' }),
+  }),
+});
+
+const LogoutResponse = Type.Object({ success: Type.Boolean() });
+
+// C0 controls, DEL and C1 controls.
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
+
+export function registerAuthRoutes(app: FastifyInstance, deps: AuthRoutesDeps): void {
+  const api = app.withTypeProvider<TypeBoxTypeProvider>();
+
+  const counted = async <T>(work: () => Promise<T>): Promise<T> => {
+    try {
+      return await work();
+    } catch (error) {
+      const reason = authFailureReason(error);
+      if (reason) deps.metrics?.authFailures.labels(reason).inc();
+      throw error;
+    }
+  };
+
+  // The caller's access token: already verified by the auth plugin, or verified here when the plugin is
+  // not registered (authentication disabled), so these routes never answer for an unchecked token.
+  const accessClaims = (request: FastifyRequest): Promise<TokenClaims> =>
+    request.auth ? Promise.resolve(request.auth) : counted(() => authenticate(request, deps));
+
+  api.post('/auth/token', {
+    schema: {
+      tags: ['auth'],
+      summary: 'Exchange an API token (Authorization: Bearer <API token>) for an access and a refresh token',
+      body: TokenRequest,
+      response: { 200: TokenPairResponse, ...errorResponses(400, 401) },
+    },
+    // Checked before the body is parsed and validated, so a caller without an API token learns nothing.
+    onRequest: async (request) =>
+      counted(async () => {
+        if (!apiTokenMatches(bearerToken(request.headers.authorization), deps.config.apiTokens)) throw errors.invalidApiToken();
+      }),
+  }, async (request) => {
+    if (CONTROL_CHARACTERS.test(request.body.client_id)) throw errors.badRequest('client_id must not contain control characters');
+    return deps.tokens.issuePair(request.body.client_id);
+  });
+
+  api.post('/auth/refresh', {
+    schema: {
+      tags: ['auth'],
+      summary: 'Exchange a refresh token for a new access token and a new (rotated) refresh token',
+      security: [],
+      body: RefreshRequest,
+      response: { 200: TokenPairResponse, ...errorResponses(400, 401, 503) },
+    },
+  }, async (request) =>
+    counted(async () => {
+      const claims = await deps.tokens.verifyRefresh(request.body.refresh_token);
+      await revoke(deps.blacklist, claims, request, { mustExist: false, checkFirst: true });
+      return deps.tokens.issuePair(claims.sub);
+    }));
+
+  api.post('/auth/validate', {
+    schema: {
+      tags: ['auth'],
+      summary: 'Check the presented access token and return its subject and expiry',
+      response: { 200: ValidateResponse, ...errorResponses(401, 503) },
+    },
+  }, async (request) => {
+    const claims = await accessClaims(request);
+    return { valid: true, claims: { sub: claims.sub, exp: claims.exp } };
+  });
+
+  api.post('/auth/logout', {
+    schema: {
+      tags: ['auth'],
+      summary: 'Blacklist the presented access token (and optionally a refresh token) until it expires',
+      body: LogoutRequest,
+      response: { 200: LogoutResponse, ...errorResponses(400, 401, 503) },
+    },
+    // Fastify validates an absent body against the schema; a logout without a body means {}.
+    preValidation: async (request) => {
+      request.body ??= {};
+    },
+  }, async (request) => {
+    const claims = await accessClaims(request);
+    const refreshClaims = await counted(() => refreshTokenToRevoke(deps.tokens, request.body.refresh_token, claims.sub));
+    await revoke(deps.blacklist, claims, request, { mustExist: true, checkFirst: false });
+    if (refreshClaims) await revoke(deps.blacklist, refreshClaims, request, { mustExist: true, checkFirst: false });
+    return { success: true };
+  });
+}
+
+/** The claims of the refresh token named in a logout, or undefined when none was given or it has expired already. */
+async function refreshTokenToRevoke(tokens: TokenService, token: string | undefined, sub: string): Promise<TokenClaims | undefined> {
+  if (token === undefined) return undefined;
+  try {
+    const claims = await tokens.verifyRefresh(token);
+    if (claims.sub !== sub) throw errors.invalidToken();
+    return claims;
+  } catch (error) {
+    if (authFailureReason(error) === 'token_expired') return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Blacklists a token's jti until its expiry. With `checkFirst`, an already blacklisted token is refused
+ * (`token blacklisted`). Backend errors are 503, never ignored; a missing blacklist is 503 when `mustExist`.
+ */
+async function revoke(
+  blacklist: TokenBlacklist | undefined,
+  claims: TokenClaims,
+  request: FastifyRequest,
+  options: { mustExist: boolean; checkFirst: boolean },
+): Promise<void> {
+  if (blacklist === undefined) {
+    if (options.mustExist) throw errors.blacklistUnavailable('no token blacklist is configured');
+    return;
+  }
+  try {
+    if (options.checkFirst && (await blacklist.has(claims.jti))) throw errors.tokenBlacklisted();
+    await blacklist.add(claims.jti, claims.exp * 1000);
+  } catch (error) {
+    if (authFailureReason(error) === 'token_blacklisted') throw error;
+    request.log.error({ err: error }, 'token blacklist failed');
+    throw errors.blacklistUnavailable('the blacklist backend failed; the token was not revoked, retry later');
+  }
+}

@@ -1,0 +1,90 @@
+// What Berth needs from a container runtime, in Berth's own terms. The only implementation talks to
+// Podman's libpod REST API (runtime/podman); no Podman JSON type is visible outside that folder.
+
+export const RUN_LABEL = 'berth.run';
+export const PROBE_LABEL = 'berth.probe';
+export const INSTANCE_LABEL = 'berth.instance';
+
+export interface BindMount {
+  readonly hostPath: string;
+  readonly containerPath: string;
+  readonly readOnly: boolean;
+  readonly options: readonly string[];
+}
+
+/** A Podman secret exposed to the container as a read-only file. */
+export interface SecretFile {
+  readonly secret: string;
+  readonly containerPath: string;
+}
+
+/** A file written into the container's filesystem after creation, before start. */
+export interface InputFile {
+  /** Relative to the directory given to putFiles. */
+  readonly path: string;
+  readonly content: Buffer;
+  readonly mode: number;
+}
+
+export interface ContainerSpec {
+  readonly name: string;
+  readonly image: string;
+  readonly command: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  readonly workdir: string;
+  readonly createWorkdir: boolean;
+  readonly bindMounts: readonly BindMount[];
+  readonly imageMounts: readonly { readonly image: string; readonly containerPath: string }[];
+  readonly secretFiles: readonly SecretFile[];
+  readonly labels: Readonly<Record<string, string>>;
+  readonly memoryBytes: number;
+  readonly cpus: number;
+  readonly cpuShares: number;
+  readonly pidsLimit: number;
+  readonly network: string;
+}
+
+export interface ContainerExit {
+  readonly exitCode: number;
+  readonly oomKilled: boolean;
+}
+
+export interface ImageInfo {
+  readonly id: string;
+  readonly user: string;
+  readonly repoTags: readonly string[];
+  readonly size: number;
+}
+
+export interface OutputChunk {
+  readonly stream: 'stdout' | 'stderr';
+  readonly data: Buffer;
+}
+
+export interface ContainerSummary {
+  readonly id: string;
+  readonly names: readonly string[];
+  readonly labels: Readonly<Record<string, string>>;
+}
+
+export interface ContainerRuntime {
+  ping(): Promise<void>;
+  createContainer(spec: ContainerSpec): Promise<string>;
+  /** Writes files into a created container (before start), below a directory that exists in the image. */
+  putFiles(id: string, directory: string, files: readonly InputFile[]): Promise<void>;
+  startContainer(id: string): Promise<void>;
+  /** Follows stdout/stderr from the container's start until it exits or the signal aborts. */
+  followOutput(id: string, signal: AbortSignal): AsyncIterable<OutputChunk>;
+  waitContainer(id: string): Promise<ContainerExit>;
+  killContainer(id: string, signal?: string): Promise<void>;
+  /** Forced removal; succeeds when the container is already gone. */
+  removeContainer(id: string): Promise<void>;
+  listContainers(label: string): Promise<ContainerSummary[]>;
+  inspectImage(reference: string): Promise<ImageInfo | undefined>;
+  /** Whether a path exists in the image's filesystem (probed without starting a container). */
+  imageHasAnyPath(reference: string, paths: readonly string[]): Promise<boolean>;
+  secretExists(name: string): Promise<boolean>;
+  listSecrets(): Promise<string[]>;
+  createSecret(name: string, value: string): Promise<void>;
+  removeSecret(name: string): Promise<void>;
+}

@@ -1,0 +1,96 @@
+// A thin JSON client for Podman's libpod REST API over its unix socket. Errors of the socket and of
+// Podman are translated into PodmanApiError here, once, so callers see one error type.
+import { Pool } from 'undici';
+import type { Dispatcher } from 'undici';
+
+const API_PREFIX = '/v4.0.0/libpod';
+
+export class PodmanApiError extends Error {
+  constructor(
+    readonly statusCode: number,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'PodmanApiError';
+  }
+}
+
+export interface RequestOptions {
+  readonly method?: Dispatcher.HttpMethod;
+  readonly query?: Record<string, string | number | boolean | undefined>;
+  readonly json?: unknown;
+  readonly body?: Buffer;
+  readonly contentType?: string;
+  readonly signal?: AbortSignal;
+  /** Statuses that are answers, not errors (for example 404 for "does not exist"). */
+  readonly accept?: readonly number[];
+}
+
+export class PodmanClient {
+  private readonly client: Pool;
+
+  constructor(readonly socketPath: string) {
+    // Long-running calls (wait, follow logs) hold a connection each, so allow many in parallel and
+    // never time out on an idle body: a run may legitimately print nothing for an hour.
+    this.client = new Pool('http://podman', {
+      socketPath,
+      connections: 256,
+      bodyTimeout: 0,
+      headersTimeout: 0,
+      keepAliveTimeout: 30_000,
+    });
+  }
+
+  async request(path: string, options: RequestOptions = {}): Promise<Dispatcher.ResponseData> {
+    const query = new URLSearchParams();
+    for (const [key, value] of Object.entries(options.query ?? {})) {
+      if (value !== undefined) query.set(key, String(value));
+    }
+    const search = query.size > 0 ? `?${query}` : '';
+    const body = options.json !== undefined ? JSON.stringify(options.json) : options.body;
+    const headers: Record<string, string> = {};
+    if (options.json !== undefined) headers['content-type'] = 'application/json';
+    else if (options.contentType) headers['content-type'] = options.contentType;
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await this.client.request({
+        path: `${API_PREFIX}${path}${search}`,
+        method: options.method ?? 'GET',
+        headers,
+        body,
+        signal: options.signal,
+      });
+    } catch (error) {
+      if ((error as Error).name === 'AbortError') throw error;
+      throw new PodmanApiError(0, `cannot reach Podman at ${this.socketPath}: ${(error as Error).message}`, { cause: error });
+    }
+    if (response.statusCode >= 400 && !(options.accept ?? []).includes(response.statusCode)) {
+      const text = await response.body.text().catch(() => '');
+      let message = text;
+      try {
+        message = (JSON.parse(text) as { message?: string }).message ?? text;
+      } catch {
+        // Podman answered with plain text; keep it as it is.
+      }
+      throw new PodmanApiError(response.statusCode, `Podman ${options.method ?? 'GET'} ${path}: ${response.statusCode} ${message}`.trim());
+    }
+    return response;
+  }
+
+  async json<T>(path: string, options: RequestOptions = {}): Promise<T> {
+    const response = await this.request(path, options);
+    return (await response.body.json()) as T;
+  }
+
+  /** For calls whose body does not matter; drains it so the connection is reused. */
+  async call(path: string, options: RequestOptions = {}): Promise<number> {
+    const response = await this.request(path, options);
+    await response.body.dump();
+    return response.statusCode;
+  }
+
+  async close(): Promise<void> {
+    await this.client.close();
+  }
+}

@@ -1,0 +1,66 @@
+// When SERVICE_PODMAN_SOCKET is unset Berth runs `podman system service` on a socket of its own,
+// so it never depends on (or disturbs) a system-wide Podman service, and stops it on exit.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { PodmanClient } from './client.js';
+
+const PROJECT_CONTAINERS_CONF = fileURLToPath(new URL('../../../scripts/containers.conf', import.meta.url));
+
+export interface PodmanService {
+  readonly socketPath: string;
+  stop(): Promise<void>;
+}
+
+export async function startPodmanService(runDir: string, log: (message: string) => void): Promise<PodmanService> {
+  await mkdir(runDir, { recursive: true, mode: 0o700 });
+  const socketPath = join(runDir, 'podman.sock');
+  await rm(socketPath, { force: true });
+  const child: ChildProcess = spawn('podman', ['system', 'service', '--time=0', `unix://${socketPath}`], {
+    env: { ...process.env, CONTAINERS_CONF: process.env.CONTAINERS_CONF ?? PROJECT_CONTAINERS_CONF },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4000);
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const spawnError = new Promise<never>((_, reject) =>
+    child.once('error', (error) => reject(new Error(`cannot start podman (is it installed? run 'make up' or scripts/setup.sh): ${error.message}`))),
+  );
+
+  const probe = new PodmanClient(socketPath);
+  const deadline = Date.now() + 20_000;
+  try {
+    for (;;) {
+      try {
+        await Promise.race([probe.call('/_ping'), spawnError]);
+        break;
+      } catch (error) {
+        if (child.exitCode !== null || Date.now() > deadline) {
+          child.kill('SIGKILL');
+          throw new Error(`podman system service did not start: ${(error as Error).message} ${stderr.trim()}`);
+        }
+        if ((error as Error).message.startsWith('cannot start podman')) throw error;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+  } finally {
+    await probe.close();
+  }
+  log(`podman service listening on ${socketPath}`);
+
+  return {
+    socketPath,
+    async stop() {
+      if (child.exitCode === null) {
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+        await exited;
+        clearTimeout(timer);
+      }
+      await rm(socketPath, { force: true });
+    },
+  };
+}

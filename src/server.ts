@@ -1,0 +1,156 @@
+// Builds and starts a whole Berth: Podman connection, leftovers reaped, sessions, engine access (with the
+// embedded offline model when nothing else is configured), metrics listener, HTTP API. stop() undoes it
+// all in reverse: runs are cancelled (their containers removed) before the listeners close.
+import { randomBytes } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
+import { buildApp } from './http/app.js';
+import { startMetricsServer } from './http/metrics-server.js';
+import { createMetrics } from './metrics/metrics.js';
+import { PodmanClient } from './runtime/podman/client.js';
+import { PodmanRuntime } from './runtime/podman/podman-runtime.js';
+import { startPodmanService, type PodmanService } from './runtime/podman/service-process.js';
+import { reapLeftovers } from './core/reaper.js';
+import { SessionStore } from './core/sessions/session-store.js';
+import { EngineAccess } from './core/engine-access.js';
+import { ImageCheck } from './core/runs/image-check.js';
+import { RunExecutor } from './core/runs/run-executor.js';
+import { RunService } from './core/runs/run-service.js';
+import { SystemStatus } from './core/system-status.js';
+import { TokenService } from './core/auth/tokens.js';
+import { createBlacklist } from './store/blacklist/create-blacklist.js';
+import { startOfflineModel } from './offline-model/server.js';
+
+export interface RunningBerth {
+  readonly app: FastifyInstance;
+  readonly url: string;
+  readonly metricsUrl: string;
+  readonly runtime: PodmanRuntime;
+  readonly engineAccess: EngineAccess;
+  stop(): Promise<void>;
+}
+
+export async function startBerth(config: Config, logger: Logger): Promise<RunningBerth> {
+  const cleanups: (() => Promise<void>)[] = [];
+  const stopAll = async () => {
+    for (const cleanup of cleanups.reverse()) {
+      await cleanup().catch((error: unknown) => logger.error({ err: error }, 'cleanup step failed'));
+    }
+  };
+  try {
+    await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+
+    let podmanService: PodmanService | undefined;
+    let socketPath = config.podmanSocket;
+    if (!socketPath) {
+      podmanService = await startPodmanService(join(config.dataDir, 'podman'), (m) => logger.info(m));
+      cleanups.push(() => podmanService!.stop());
+      socketPath = podmanService.socketPath;
+    }
+    const client = new PodmanClient(socketPath);
+    cleanups.push(() => client.close());
+    const runtime = new PodmanRuntime(client);
+    await runtime.ping();
+    await reapLeftovers(runtime, config.instanceName, logger);
+
+    const sessions = new SessionStore(config.agent.sessionsDir, config.agent.sessionsHostDir);
+    await sessions.init();
+
+    const instanceSuffix = `${config.instanceName}-${randomBytes(3).toString('hex')}`;
+    const engineAccess = new EngineAccess(
+      config,
+      runtime,
+      (apiKey) => startOfflineModel({ host: '0.0.0.0', port: config.engine.offlineModelPort, apiKey }),
+      instanceSuffix,
+    );
+    cleanups.push(() => engineAccess.close());
+    const access = await engineAccess.init();
+    logger.info({ mode: access.mode }, access.message);
+
+    const metrics = createMetrics();
+    const metricsServer = await startMetricsServer(metrics, config.metricsAddress);
+    cleanups.push(() => metricsServer.close());
+
+    const tokens = new TokenService({
+      // With authentication off nothing is verified; a random key keeps the service constructible.
+      secret: config.auth.enabled ? config.auth.jwtSecret : randomBytes(32).toString('hex'),
+      accessTtlMs: config.auth.accessTtlMs,
+      refreshTtlMs: config.auth.refreshTtlMs,
+    });
+    const blacklist = createBlacklist(config.auth, { onCleanupError: (error) => logger.warn({ err: error }, 'blacklist cleanup failed') });
+    cleanups.push(() => blacklist.close());
+    if (!config.auth.enabled) logger.warn('authentication is disabled (SERVICE_AUTH_ENABLED=false): anyone who reaches the API can run agents');
+    if (config.agent.allowAllVolumes) logger.warn('SERVICE_AGENT_ALLOW_ALL_VOLUMES=true: requests may mount any host path');
+    if (config.webhooks.signingSecret === '') logger.warn('SERVICE_WEBHOOK_SIGNING_SECRET is empty: webhooks are sent unsigned');
+
+    const shutdown = new AbortController();
+    const executor = new RunExecutor({
+      runtime,
+      engineAccess,
+      engineImage: config.agent.engineImage,
+      instanceId: config.instanceName,
+      pidsLimit: config.agent.pidsLimit,
+      network: config.agent.network,
+      workdirAutoCreate: config.agent.workdirAutoCreate,
+      log: logger,
+    });
+    const runs = new RunService({
+      config,
+      runtime,
+      sessions,
+      images: new ImageCheck(runtime),
+      executor,
+      engineAccess,
+      log: logger,
+      shutdownSignal: shutdown.signal,
+      observer: {
+        runFinished: (mode, outcome, durationMs) => {
+          metrics.runs.inc({ mode, outcome });
+          metrics.runDuration.observe({ mode }, durationMs / 1000);
+        },
+        containerStarted: () => metrics.containersRunning.inc(),
+        containerStopped: () => metrics.containersRunning.dec(),
+      },
+    });
+    // Runs first: cancelling them removes their containers while Podman is still there.
+    cleanups.push(async () => {
+      shutdown.abort();
+      await runs.drain();
+    });
+
+    const app = await buildApp({
+      config,
+      logger,
+      metrics,
+      runs,
+      status: new SystemStatus(config, runtime, engineAccess),
+      tokens,
+      blacklist,
+    });
+    cleanups.push(() => app.close());
+    await app.listen({ host: config.address.host, port: config.address.port });
+    const bound = app.server.address();
+    const port = typeof bound === 'object' && bound ? bound.port : config.address.port;
+    const url = `http://${config.address.host.includes(':') ? `[${config.address.host}]` : config.address.host}:${port}`;
+    logger.info({ url, metrics: `http://${config.metricsAddress.host}:${metricsServer.port}/metrics` }, 'berth is listening');
+
+    // Listeners close first (no new work), then runs are cancelled, then the rest in reverse order.
+    const appClose = cleanups.pop()!;
+    const runsDrain = cleanups.pop()!;
+    cleanups.push(appClose, runsDrain);
+    return {
+      app,
+      url,
+      metricsUrl: `http://${config.metricsAddress.host}:${metricsServer.port}/metrics`,
+      runtime,
+      engineAccess,
+      stop: stopAll,
+    };
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+}

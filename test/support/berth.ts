@@ -1,0 +1,74 @@
+// Starts a real Berth for integration tests: its own Podman service, the real engine image, the
+// embedded offline model, temporary data and session directories, and a unique instance name so that
+// leftovers can be listed (and must be none) when it stops.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import pino from 'pino';
+import { loadConfig, type Config } from '../../src/config.js';
+import { startBerth, type RunningBerth } from '../../src/server.js';
+import { INSTANCE_LABEL } from '../../src/runtime/container-runtime.js';
+
+export interface TestBerth {
+  readonly berth: RunningBerth;
+  readonly config: Config;
+  readonly url: string;
+  readonly dir: string;
+  request(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
+  /** Agent containers of this instance that still exist. */
+  leftovers(): Promise<string[]>;
+  stop(): Promise<void>;
+}
+
+export async function startTestBerth(env: Record<string, string> = {}): Promise<TestBerth> {
+  const dir = await mkdtemp(join(tmpdir(), 'berth-test-'));
+  const instance = `test-${randomBytes(4).toString('hex')}`;
+  const config = loadConfig({
+    SERVICE_AUTH_ENABLED: 'false',
+    SERVICE_RATE_LIMIT_ENABLED: 'false',
+    SERVICE_ADDRESS: '127.0.0.1:0',
+    SERVICE_METRICS_ADDRESS: '127.0.0.1:0',
+    SERVICE_OFFLINE_MODEL_PORT: '0',
+    SERVICE_DATA_DIR: join(dir, 'data'),
+    SERVICE_AGENT_SESSIONS_DIR: join(dir, 'sessions'),
+    SERVICE_INSTANCE_NAME: instance,
+    SERVICE_ENGINE_CREDENTIALS_SECRET: `berth-test-none-${instance}`,
+    SERVICE_LOG_LEVEL: process.env.BERTH_TEST_LOG_LEVEL ?? 'warn',
+    ...env,
+  });
+  const logger = pino({ level: config.logLevel });
+  const berth = await startBerth(config, logger);
+  let stopped = false;
+  return {
+    berth,
+    config,
+    url: berth.url,
+    dir,
+    async request(method, path, body, headers = {}) {
+      const response = await fetch(`${berth.url}${path}`, {
+        method,
+        headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
+        body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+      });
+      const text = await response.text();
+      let parsed: unknown = text;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        // Not JSON (SSE, metrics): keep the text.
+      }
+      return { status: response.status, body: parsed, headers: response.headers };
+    },
+    async leftovers() {
+      const containers = await berth.runtime.listContainers(`${INSTANCE_LABEL}=${instance}`);
+      return containers.map((c) => c.names[0] ?? c.id);
+    },
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      await berth.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
