@@ -55,6 +55,10 @@ export function signalOfExitCode(exitCode: number): string {
   return exitCode > 128 ? (SIGNALS[exitCode - 128] ?? `SIG${exitCode - 128}`) : '';
 }
 
+// Podman does not report OOM kills on cgroup v1 hosts (State.OOMKilled stays false), so an exit by
+// SIGKILL that Berth did not send is taken as the kernel's OOM killer: inside its PID namespace the
+// engine is init, which no process of the container can SIGKILL, so only the host kernel (or a host
+// administrator) can have sent it.
 export class RunExecutor {
   constructor(private readonly deps: ExecutorDependencies) {}
 
@@ -162,7 +166,7 @@ export class RunExecutor {
 
       const rawOutput = lines.length > 0 ? `${lines.join('\n')}\n` : '';
       if (exit.oomKilled || stopReason || exit.exitCode > 128) {
-        const reason = exit.oomKilled ? 'oom' : (stopReason ?? 'signal');
+        const reason = exit.oomKilled || (exit.exitCode === 137 && !stopReason) ? 'oom' : (stopReason ?? 'signal');
         return {
           kind: 'crashed',
           reason,

@@ -1,0 +1,65 @@
+// Engine credentials reach the container only as a Podman secret: the engine can use it, but neither
+// the API response nor `podman inspect` of the running container shows its value.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { randomBytes } from 'node:crypto';
+import { startOfflineModel, type OfflineModel } from '../../src/offline-model/server.js';
+import { startTestBerth, type TestBerth } from '../support/berth.js';
+
+const run = promisify(execFile);
+const secretValue = `sk-berth-test-${randomBytes(12).toString('hex')}`;
+const secretName = `berth-test-credential-${randomBytes(4).toString('hex')}`;
+let model: OfflineModel;
+let t: TestBerth;
+
+before(async () => {
+  model = await startOfflineModel({ host: '0.0.0.0', port: 0, apiKey: secretValue });
+  await run('sh', ['-c', `printf '%s' "$VALUE" | podman secret create ${secretName} -`], { env: { ...process.env, VALUE: secretValue } });
+  t = await startTestBerth({
+    SERVICE_OFFLINE_MODEL: 'false',
+    SERVICE_ENGINE_CREDENTIALS_SECRET: secretName,
+    SERVICE_ENGINE_BASE_URL: `http://host.containers.internal:${model.port}`,
+  });
+});
+
+after(async () => {
+  await t?.stop();
+  await model?.close();
+  await run('podman', ['secret', 'rm', secretName]).catch(() => undefined);
+});
+
+test('/claude/status and /health report the configured secret', async () => {
+  const status = await t.request('GET', '/claude/status');
+  assert.equal(status.body.configured, true);
+  assert.match(status.body.message, new RegExp(secretName));
+  const health = await t.request('GET', '/health');
+  assert.equal(health.body.components.find((c: { name: string }) => c.name === 'engine-credentials-secret').status, 'ok');
+});
+
+test('the engine authenticates with the secret, which appears in no response and no inspect output', async () => {
+  const pending = t.request('POST', '/run', { prompt: 'run: sleep 4; echo "length=${#ANTHROPIC_API_KEY}"' });
+  let inspected = '';
+  for (let attempt = 0; attempt < 80 && inspected === ''; attempt++) {
+    await new Promise((r) => setTimeout(r, 100));
+    const names = await t.leftovers();
+    if (names.length === 0) continue;
+    const { stdout } = await run('podman', ['inspect', names[0]!]).catch(() => ({ stdout: '' }));
+    if (stdout.includes('"Running": true')) inspected = stdout;
+  }
+  const response = await pending;
+  assert.ok(inspected !== '', 'the running container was inspected');
+  assert.ok(!inspected.includes(secretValue), 'podman inspect must not contain the secret value');
+  assert.equal(response.status, 200, JSON.stringify(response.body));
+  assert.equal(response.body.output, `length=${secretValue.length}`);
+  assert.ok(!JSON.stringify(response.body).includes(secretValue));
+  assert.deepEqual(await t.leftovers(), []);
+});
+
+test('GET /secrets lists names, never values', async () => {
+  const response = await t.request('GET', '/secrets');
+  assert.equal(response.status, 200);
+  assert.ok(response.body.secrets.includes(secretName));
+  assert.ok(!JSON.stringify(response.body).includes(secretValue));
+});

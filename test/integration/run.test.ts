@@ -1,0 +1,138 @@
+// POST /run end to end: real Podman, the real engine binary mounted from its image, the offline model.
+import { after, afterEach, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestBerth, type TestBerth } from '../support/berth.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+describe('POST /run with the embedded offline model', () => {
+  let t: TestBerth;
+  before(async () => {
+    t = await startTestBerth();
+  });
+  afterEach(async () => {
+    assert.deepEqual(await t.leftovers(), [], 'no Berth container may outlive its run');
+  });
+  after(async () => {
+    await t.stop();
+  });
+
+  test('a plain prompt returns the answer, a run id and a UUID session_id', async () => {
+    const response = await t.request('POST', '/run', { prompt: 'hello there' });
+    assert.equal(response.status, 200, JSON.stringify(response.body));
+    assert.equal(response.body.status, 'completed');
+    assert.equal(response.body.output, 'offline model: hello there');
+    assert.match(response.body.id, /^run-/);
+    assert.match(response.body.session_id, UUID);
+    assert.ok(response.body.usage.token_usage.input_tokens > 0);
+    assert.ok(response.body.usage.estimated_cost_usd > 0);
+  });
+
+  test('a prompt that looks like flags and shell is passed verbatim', async () => {
+    const prompt = 'say: --help $(touch /tmp/pwned) `id` "quoted" \'single\' ; rm -rf /';
+    const response = await t.request('POST', '/run', { prompt });
+    assert.equal(response.status, 200, JSON.stringify(response.body));
+    assert.equal(response.body.output, prompt.slice('say: '.length));
+  });
+
+  test('the engine sees /opt/claude, the memory limit, the workdir, and its credential', async () => {
+    const response = await t.request('POST', '/run', {
+      prompt: [
+        'run: ls /opt/claude',
+        'run: cat /sys/fs/cgroup/memory/memory.limit_in_bytes',
+        'run: pwd',
+        'run: test -n "$ANTHROPIC_API_KEY" && echo credential-set',
+        'run: id -u',
+      ].join('\n'),
+      workdir: '/work/project',
+      container: { memory: '256m' },
+    });
+    assert.equal(response.status, 200, JSON.stringify(response.body));
+    const lines = response.body.output.split('\n');
+    assert.deepEqual(lines, ['claude', String(256 * 1024 * 1024), '/work/project', 'credential-set', '1000']);
+  });
+
+  test('json: with a json_schema yields structured_output', async () => {
+    const response = await t.request('POST', '/run', {
+      prompt: 'json: {"answer": 42, "ok": true}',
+      engine: {
+        output_format: 'json',
+        json_schema: { type: 'object', properties: { answer: { type: 'number' }, ok: { type: 'boolean' } }, required: ['answer'] },
+      },
+    });
+    assert.equal(response.status, 200, JSON.stringify(response.body));
+    assert.deepEqual(response.body.structured_output, { answer: 42, ok: true });
+  });
+
+  test('output_format stream-json returns the engine\'s raw event lines', async () => {
+    const response = await t.request('POST', '/run', { prompt: 'say: streamed', engine: { output_format: 'stream-json' } });
+    assert.equal(response.status, 200, JSON.stringify(response.body));
+    const events = response.body.output.trim().split('\n').map((line: string) => JSON.parse(line));
+    assert.equal(events[0].type, 'system');
+    assert.equal(events.at(-1).type, 'result');
+    assert.equal(events.at(-1).result, 'streamed');
+  });
+
+  test('a run past container.timeout ends in about that time with a 500 that says so', async () => {
+    const started = Date.now();
+    const response = await t.request('POST', '/run', { prompt: 'run: /bin/sleep 600', container: { timeout: '5s' } });
+    const elapsed = Date.now() - started;
+    assert.equal(response.status, 500);
+    assert.equal(response.body.status, 'error');
+    assert.match(response.body.error, /timed out after 5s/);
+    assert.ok(elapsed < 20_000, `took ${elapsed} ms`);
+  });
+
+  test('a memory hog under container.memory 64m is reported as out of memory', async () => {
+    const response = await t.request('POST', '/run', {
+      prompt: 'run: x=a; while :; do x=$x$x; done',
+      container: { memory: '64m' },
+    });
+    assert.equal(response.status, 500);
+    assert.match(response.body.error, /out of memory \(container\.memory 64m\)/);
+  });
+
+  test('an engine API failure is a 500 with the engine\'s message', async () => {
+    const response = await t.request('POST', '/run', { prompt: 'fail: overloaded' });
+    assert.equal(response.status, 500);
+    assert.equal(response.body.status, 'error');
+    assert.match(response.body.error, /^engine failed: /);
+  });
+
+  test('a musl image is refused with 400 before any run', async () => {
+    const response = await t.request('POST', '/run', { prompt: 'hi', container: { image: 'localhost/berth-test-musl:latest' } });
+    assert.equal(response.status, 400);
+    assert.deepEqual(Object.keys(response.body).sort(), ['error', 'status']);
+    assert.match(response.body.error, /Alpine\/musl-based images are not supported/);
+  });
+
+  test('an image that is not on the host is a 400 naming it', async () => {
+    const response = await t.request('POST', '/run', { prompt: 'hi', container: { image: 'localhost/does-not-exist:1' } });
+    assert.equal(response.status, 400);
+    assert.match(response.body.error, /localhost\/does-not-exist:1/);
+  });
+
+  test('GET /health reports every component ok and a -alpha version', async () => {
+    const response = await t.request('GET', '/health');
+    assert.equal(response.status, 200);
+    assert.equal(response.body.status, 'ok');
+    assert.match(response.body.version, /^\d+\.\d+\.\d+-alpha$/);
+    const names = response.body.components.map((c: { name: string }) => c.name);
+    assert.deepEqual(names, ['container-runtime', 'engine-credentials-file', 'engine-credentials-secret']);
+    assert.equal(response.body.components[0].status, 'ok');
+    assert.equal(response.body.components[2].status, 'ok');
+  });
+
+  test('GET /claude/status says the offline model is in use', async () => {
+    const response = await t.request('GET', '/claude/status');
+    assert.equal(response.status, 200);
+    assert.equal(response.body.configured, true);
+    assert.match(response.body.message, /offline model/);
+  });
+
+  test('GET /swagger/doc.json serves the OpenAPI document with the run route', async () => {
+    const response = await t.request('GET', '/swagger/doc.json');
+    assert.equal(response.status, 200);
+    assert.ok(response.body.paths['/run'].post);
+  });
+});

@@ -1,0 +1,103 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { loadConfig } from '../../src/config.js';
+import { BerthError } from '../../src/errors.js';
+import { checkCpuShares, checkCpus, checkDuration, checkMemory, validateHooksTimeout, validateLimits } from '../../src/core/validation/limits.js';
+
+const config = loadConfig({
+  SERVICE_AUTH_ENABLED: 'false',
+  SERVICE_AGENT_MAX_MEMORY: '8g',
+  SERVICE_AGENT_MAX_CPUS: '4',
+  SERVICE_AGENT_MAX_TIMEOUT: '4h',
+});
+
+function refused(pattern: RegExp) {
+  return (error: unknown) => error instanceof BerthError && error.status === 400 && pattern.test(error.message);
+}
+
+describe('memory', () => {
+  const allowed: [string, number][] = [
+    ['512m', 512 * 1024 ** 2], ['2g', 2 * 1024 ** 3], ['2G', 2 * 1024 ** 3], ['512mb', 512 * 1024 ** 2], ['6m', 6 * 1024 ** 2],
+    ['8g', 8 * 1024 ** 3], ['1048576k', 1024 ** 3], ['6291456b', 6 * 1024 ** 2],
+  ];
+  for (const [text, bytes] of allowed) it(`allows ${text}`, () => assert.deepEqual(checkMemory(text, config), { bytes, text }));
+
+  const rejected: [string, RegExp][] = [
+    ['0m', /is not a memory size/], ['-1g', /is not a memory size/], ['512', /is not a memory size/], ['512x', /is not a memory size/],
+    ['1.5g', /is not a memory size/], ['512 m', /is not a memory size/], [' 512m', /is not a memory size/], ['m', /is not a memory size/],
+    ['', /is not a memory size/], ['512mm', /is not a memory size/], ['0x200m', /is not a memory size/], ['1e3m', /is not a memory size/],
+    ['99999999999999999t', /is not a memory size/], ['5m', /below the minimum of 6m/], ['1k', /below the minimum/],
+    ['8193m', /above the maximum of 8g \(SERVICE_AGENT_MAX_MEMORY\)/], ['1t', /above the maximum/],
+  ];
+  for (const [text, pattern] of rejected) {
+    it(`refuses ${JSON.stringify(text)}`, () => assert.throws(() => checkMemory(text, config), refused(new RegExp(`^container\\.memory: .*${pattern.source}`))));
+  }
+  it('defaults to SERVICE_AGENT_DEFAULT_MEMORY', () => assert.deepEqual(checkMemory(undefined, config), { bytes: 512 * 1024 ** 2, text: '512m' }));
+});
+
+describe('cpus', () => {
+  const allowed: [string | number, number][] = [['0.5', 0.5], ['2', 2], ['4', 4], ['0.01', 0.01], ['1.25', 1.25], [0.5, 0.5], [2, 2], [4, 4]];
+  for (const [value, cpus] of allowed) it(`allows ${JSON.stringify(value)}`, () => assert.equal(checkCpus(value, config), cpus));
+
+  const rejected: [string | number, RegExp][] = [
+    ['0', /is not a CPU count/], [0, /is not a CPU count/], ['-1', /is not a CPU count/], [-1, /is not a CPU count/],
+    ['1.2345', /is not a CPU count/], [0.1 + 0.2, /is not a CPU count/], ['abc', /is not a CPU count/], ['', /is not a CPU count/],
+    ['1e2', /is not a CPU count/], [Number.NaN, /is not a CPU count/], [Number.POSITIVE_INFINITY, /is not a CPU count/], [1e21, /is not a CPU count/],
+    [' 1', /is not a CPU count/], ['1,5', /is not a CPU count/], ['0.001', /below the minimum of 0\.01/], ['0.009', /below the minimum/],
+    ['4.001', /above the maximum of 4 \(SERVICE_AGENT_MAX_CPUS\)/], [5, /above the maximum/],
+  ];
+  for (const [value, pattern] of rejected) {
+    it(`refuses ${JSON.stringify(value)}`, () => assert.throws(() => checkCpus(value, config), refused(new RegExp(`^container\\.cpus: .*${pattern.source}`))));
+  }
+  it('defaults to SERVICE_AGENT_DEFAULT_CPUS', () => assert.equal(checkCpus(undefined, config), 1));
+});
+
+describe('cpu_shares', () => {
+  for (const value of [2, 1024, 262144]) it(`allows ${value}`, () => assert.equal(checkCpuShares(value, config), value));
+  for (const value of [1, 0, -1, 262145, 1.5, Number.NaN]) {
+    it(`refuses ${value}`, () => assert.throws(() => checkCpuShares(value, config), refused(/^container\.cpu_shares: .* is not a whole number from 2 to 262144$/)));
+  }
+  it('defaults to 1024', () => assert.equal(checkCpuShares(undefined, config), 1024));
+});
+
+describe('timeout', () => {
+  const allowed: [string, number][] = [['5m', 300_000], ['1h', 3_600_000], ['1h30m', 5_400_000], ['1s', 1000], ['4h', 14_400_000], ['90s', 90_000], ['1000ms', 1000]];
+  for (const [text, ms] of allowed) {
+    it(`allows ${text}`, () => assert.deepEqual(checkDuration(text, 'container.timeout', config.agent.defaultTimeoutMs, config), { ms, text }));
+  }
+  const rejected: [string, RegExp][] = [
+    ['0s', /is not a duration/], ['0m', /is not a duration/], ['-5m', /is not a duration/], ['5', /is not a duration/], ['5 m', /is not a duration/],
+    ['5min', /is not a duration/], ['5M', /is not a duration/], ['1.5h', /is not a duration/], ['', /is not a duration/], ['m', /is not a duration/],
+    ['9999999999h', /is not a duration/], ['999ms', /below the minimum of 1s/], ['4h1s', /above the maximum of 4h \(SERVICE_AGENT_MAX_TIMEOUT\)/],
+    ['1d', /above the maximum/],
+  ];
+  for (const [text, pattern] of rejected) {
+    it(`refuses ${JSON.stringify(text)}`, () => {
+      assert.throws(() => checkDuration(text, 'container.timeout', config.agent.defaultTimeoutMs, config), refused(new RegExp(`^container\\.timeout: .*${pattern.source}`)));
+    });
+  }
+});
+
+describe('validateLimits and hooks_timeout', () => {
+  it('applies every default', () => {
+    assert.deepEqual(validateLimits(undefined, config), {
+      memoryBytes: 512 * 1024 ** 2, memoryText: '512m', cpus: 1, cpuShares: 1024, timeoutMs: 1_800_000, timeoutText: '30m',
+    });
+  });
+  it('keeps the texts as written', () => {
+    const limits = validateLimits({ memory: '2G', cpus: '0.5', cpu_shares: 512, timeout: '1h' }, config);
+    assert.deepEqual(limits, { memoryBytes: 2 * 1024 ** 3, memoryText: '2G', cpus: 0.5, cpuShares: 512, timeoutMs: 3_600_000, timeoutText: '1h' });
+  });
+  it('defaults hooks_timeout to 5m', () => assert.equal(validateHooksTimeout(undefined, config), 300_000));
+  it('bounds the hooks_timeout default by the maximum', () => {
+    const small = loadConfig({ SERVICE_AUTH_ENABLED: 'false', SERVICE_AGENT_DEFAULT_TIMEOUT: '1m', SERVICE_AGENT_MAX_TIMEOUT: '2m' });
+    assert.equal(validateHooksTimeout(undefined, small), 120_000);
+  });
+  it('parses hooks_timeout', () => assert.equal(validateHooksTimeout('30s', config), 30_000));
+  it('refuses a hooks_timeout over the maximum, naming the field', () => {
+    assert.throws(() => validateHooksTimeout('5h', config), refused(/^container\.lifecycle\.hooks_timeout: "5h" is above the maximum of 4h/));
+  });
+  it('refuses a malformed hooks_timeout', () => {
+    assert.throws(() => validateHooksTimeout('soon', config), refused(/^container\.lifecycle\.hooks_timeout: "soon" is not a duration/));
+  });
+});
