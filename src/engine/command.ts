@@ -4,6 +4,7 @@
 // it can be taken as a flag or a shell word, and its size is not bounded by the kernel's argv limits.
 import type { EnginePlan } from '../core/run-plan.js';
 import { ENGINE_BINARY, ENGINE_CONFIG_DIR, INPUT_DIR, PROMPT_FILE, SECRET_ENV_DIR } from './layout.js';
+import { deriveSessionTitle, TITLE_FILE_NAME, TITLE_HOOK_SETTINGS, titleHookOutput } from './session-title.js';
 
 /** How the engine should treat sessions, with ids already chosen by Berth. */
 export type EngineSession =
@@ -39,9 +40,17 @@ export function buildEngineInvocation(options: {
   const inputFiles: Record<string, string> = { prompt: options.prompt };
 
   switch (session.kind) {
-    case 'new':
+    case 'new': {
       args.push('--session-id', session.sessionId);
+      // A new session is titled from its first prompt (session-title.ts); resumed and forked sessions
+      // keep the title their transcript already has.
+      const title = deriveSessionTitle(options.prompt);
+      if (title !== undefined) {
+        inputFiles[TITLE_FILE_NAME] = titleHookOutput(title);
+        args.push('--settings', TITLE_HOOK_SETTINGS);
+      }
       break;
+    }
     case 'resume':
       args.push('--resume', session.sessionId);
       break;

@@ -5,7 +5,7 @@ import { toTokenUsage, type TokenUsage } from './stream-json.js';
 
 export type TranscriptRecord = Record<string, unknown> & { type?: string };
 
-/** Every transcript file of a session directory for that session id (one per workdir it ran in). */
+/** Every transcript file of a session in its config directory (normally one, under the workdir it was created in). */
 export async function transcriptFiles(configDir: string, sessionId: string): Promise<string[]> {
   const projects = join(configDir, 'projects');
   let entries: string[];
@@ -27,19 +27,44 @@ export async function transcriptFiles(configDir: string, sessionId: string): Pro
   return files;
 }
 
-export async function readTranscript(configDir: string, sessionId: string): Promise<TranscriptRecord[]> {
+/** The records of one transcript file, in file order; a line cut off by a crash is skipped. */
+export async function readTranscriptFile(file: string): Promise<TranscriptRecord[]> {
   const records: TranscriptRecord[] = [];
-  for (const file of await transcriptFiles(configDir, sessionId)) {
-    for (const line of (await readFile(file, 'utf8')).split('\n')) {
-      if (line.trim() === '') continue;
-      try {
-        records.push(JSON.parse(line) as TranscriptRecord);
-      } catch {
-        // A line cut off by a crash; the rest of the transcript is still good.
-      }
+  for (const line of (await readFile(file, 'utf8')).split('\n')) {
+    if (line.trim() === '') continue;
+    try {
+      const record: unknown = JSON.parse(line);
+      if (record !== null && typeof record === 'object' && !Array.isArray(record)) records.push(record as TranscriptRecord);
+    } catch {
+      // A line cut off by a crash; the rest of the transcript is still good.
     }
   }
   return records;
+}
+
+/**
+ * Every record of a session, in conversation order. The engine appends to one file per session (a resume
+ * from another workdir appends to the existing file), so there is normally one; should there be several,
+ * they are ordered by the time of their first record.
+ */
+export async function readTranscript(configDir: string, sessionId: string): Promise<TranscriptRecord[]> {
+  const files = await Promise.all((await transcriptFiles(configDir, sessionId)).map((file) => readTranscriptFile(file)));
+  if (files.length > 1) files.sort((a, b) => firstTimestamp(a).localeCompare(firstTimestamp(b)));
+  return files.flat();
+}
+
+function firstTimestamp(records: readonly TranscriptRecord[]): string {
+  for (const record of records) if (typeof record.timestamp === 'string') return record.timestamp;
+  return '';
+}
+
+/** The session's title: the last `custom-title` record's text (the engine re-appends it on resume), '' when none. */
+export function sessionTitle(records: readonly TranscriptRecord[]): string {
+  let title = '';
+  for (const record of records) {
+    if (record.type === 'custom-title' && typeof record.customTitle === 'string') title = record.customTitle;
+  }
+  return title;
 }
 
 /**

@@ -1,6 +1,6 @@
 // The Fastify application: error handling, validators, OpenAPI, cross-cutting plugins, then routes.
 // Everything it serves comes in through AppServices; it builds nothing of the domain itself.
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
@@ -36,7 +36,8 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
   const app = Fastify({
     loggerInstance: services.logger,
     bodyLimit: config.maxBodyBytes,
-    disableRequestLogging: true,
+    // Berth writes its own single line per request (below) instead of Fastify's two.
+    logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => `req-${Math.random().toString(36).slice(2, 10)}`,
   }) as unknown as FastifyInstance; // pino's Logger is a FastifyBaseLogger; only the generic differs
   app.setValidatorCompiler(createValidatorCompiler());
@@ -59,7 +60,7 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
   // One log line per request, with its id and duration.
   app.addHook('onResponse', async (request, reply) => {
     request.log.info(
-      { reqId: request.id, method: request.method, route: request.routeOptions.url ?? request.url, status: reply.statusCode, durationMs: Math.round(reply.elapsedTime) },
+      { method: request.method, route: request.routeOptions.url ?? request.url, status: reply.statusCode, durationMs: Math.round(reply.elapsedTime) },
       'request',
     );
   });
@@ -77,7 +78,7 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
   registerAuth(app, { enabled: config.auth.enabled, tokens: services.tokens, blacklist: services.blacklist, metrics: services.metrics });
 
   app.get('/swagger/doc.json', { schema: { hide: true } }, async () => app.swagger());
-  registerAuthRoutes(app, { config: config.auth, tokens: services.tokens, blacklist: services.blacklist });
+  registerAuthRoutes(app, { config: config.auth, tokens: services.tokens, blacklist: services.blacklist, metrics: services.metrics });
   registerSystemRoutes(app, { status: services.status });
   registerRunRoutes(app, { runs: services.runs });
   for (const register of services.extraRoutes ?? []) register(app);

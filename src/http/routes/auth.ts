@@ -136,6 +136,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRoutesDeps): 
     schema: {
       tags: ['auth'],
       summary: 'Blacklist the presented access token (and optionally a refresh token) until it expires',
+      description: 'The body is optional (send none, or {}): without refresh_token only the access token is revoked. 503 when no blacklist is configured or recording fails.',
       body: LogoutRequest,
       response: { 200: LogoutResponse, ...errorResponses(400, 401, 503) },
     },

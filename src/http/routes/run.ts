@@ -16,8 +16,8 @@ export function registerRunRoutes(app: FastifyInstance, deps: { runs: RunService
         response: { 200: RunResponseSchema, ...errorResponses(400, 401, 404, 409, 413, 429, 500, 503) },
       },
     },
-    async (request) => {
-      const signal = abortOnDisconnect(request.raw);
+    async (request, reply) => {
+      const signal = abortOnDisconnect(reply.raw);
       return deps.runs.runSync(request.body, signal);
     },
   );
