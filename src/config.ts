@@ -307,6 +307,9 @@ export function loadConfig(env: Env = process.env): Config {
       trustedProxies: read.list('SERVICE_RATE_LIMIT_TRUSTED_PROXIES'),
     },
   };
+  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/.test(config.instanceName)) {
+    throw new ConfigError('SERVICE_INSTANCE_NAME', `"${config.instanceName}" must be 1-63 letters, digits, '.', '_' or '-'`);
+  }
   for (const volume of config.agent.allowedVolumes) {
     if (!volume.startsWith('/')) throw new ConfigError('SERVICE_AGENT_ALLOWED_VOLUMES', `"${volume}" is not an absolute path`);
   }

@@ -15,6 +15,8 @@ import { PodmanRuntime } from './runtime/podman/podman-runtime.js';
 import { startPodmanService, type PodmanService } from './runtime/podman/service-process.js';
 import { reapLeftovers } from './core/reaper.js';
 import { SessionStore } from './core/sessions/session-store.js';
+import { SessionService } from './core/sessions/session-service.js';
+import { registerSessionRoutes } from './http/routes/sessions.js';
 import { EngineAccess } from './core/engine-access.js';
 import { ImageCheck } from './core/runs/image-check.js';
 import { RunExecutor } from './core/runs/run-executor.js';
@@ -129,6 +131,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       status: new SystemStatus(config, runtime, engineAccess),
       tokens,
       blacklist,
+      extraRoutes: [(app) => registerSessionRoutes(app, { sessions: new SessionService({ store: sessions, maxPageSize: config.sessions.maxPageSize }) })],
     });
     cleanups.push(() => app.close());
     await app.listen({ host: config.address.host, port: config.address.port });

@@ -1,18 +1,28 @@
 // Session directories on disk: one per session id under SERVICE_AGENT_SESSIONS_DIR, holding the engine's
 // own config directory (transcripts, settings). A run mounts exactly one of them, read-write.
+// Every path is built from an id that passed UUID_PATTERN first: `../../etc` never reaches the filesystem.
 import { randomUUID } from 'node:crypto';
-import { chmod, cp, mkdir, readdir, rm, stat } from 'node:fs/promises';
+import { chmod, cp, lchown, lstat, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errors } from '../../errors.js';
 import type { SessionIntent } from '../run-plan.js';
 import type { EngineSession } from '../../engine/command.js';
+import { transcriptFiles } from '../../engine/transcript.js';
 
 export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const EPHEMERAL_DIR = '.ephemeral';
+/** A session directory holding this file belongs to a persistent agent: not listed, its transcript not served. */
+export const HIDDEN_MARKER = '.berth-agent';
 
 /** The engine names a project directory after its cwd with every non-alphanumeric character replaced by '-'. */
 export function projectDirName(cwd: string): string {
   return cwd.replace(/[^A-Za-z0-9]/g, '-');
+}
+
+/** The session id in canonical (lower-case) form; 400 when it is not a UUID. */
+export function checkSessionUuid(sessionId: string): string {
+  if (!UUID_PATTERN.test(sessionId)) throw errors.invalid(`session id "${sessionId}" is not a UUID`);
+  return sessionId.toLowerCase();
 }
 
 /** A session directory prepared for one run, with what to undo when the run ends. */
@@ -24,6 +34,14 @@ export interface PreparedSession {
   /** Whether the session outlives the run (false for no_persistence). */
   readonly persistent: boolean;
   release(): Promise<void>;
+}
+
+/** A listed session directory. */
+export interface StoredSession {
+  readonly id: string;
+  readonly dir: string;
+  /** When the engine last wrote its transcript (the directory's time while it has none). */
+  readonly lastActivityMs: number;
 }
 
 export class SessionStore {
@@ -41,21 +59,26 @@ export class SessionStore {
   }
 
   pathOf(sessionId: string): string {
-    if (!UUID_PATTERN.test(sessionId)) throw errors.invalid(`session id "${sessionId}" is not a UUID`);
-    return join(this.dir, sessionId.toLowerCase());
+    return join(this.dir, checkSessionUuid(sessionId));
   }
 
   async exists(sessionId: string): Promise<boolean> {
-    try {
-      return (await stat(this.pathOf(sessionId))).isDirectory();
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
-      throw error;
-    }
+    return isDirectory(this.pathOf(sessionId));
+  }
+
+  /** Whether the session exists and is not a persistent agent's. */
+  async isVisible(sessionId: string): Promise<boolean> {
+    const dir = this.pathOf(sessionId);
+    return (await isDirectory(dir)) && !(await pathExists(join(dir, HIDDEN_MARKER)));
+  }
+
+  /** Marks a session as a persistent agent's (the agents service calls this for the sessions it owns). */
+  async hide(sessionId: string): Promise<void> {
+    await writeFile(join(this.pathOf(sessionId), HIDDEN_MARKER), '', { mode: 0o644 });
   }
 
   isBusy(sessionId: string): boolean {
-    return this.busy.has(sessionId.toLowerCase());
+    return this.busy.has(checkSessionUuid(sessionId));
   }
 
   /**
@@ -65,41 +88,18 @@ export class SessionStore {
    */
   async prepare(intent: SessionIntent, workdir: string, presetId?: string): Promise<PreparedSession> {
     switch (intent.kind) {
-      case 'new': {
-        const sessionId = presetId ?? randomUUID();
-        await this.createDir(sessionId);
-        return this.claim(sessionId, { kind: 'new', sessionId }, true);
-      }
-      case 'resume': {
-        const sessionId = intent.sessionId.toLowerCase();
-        if (!(await this.exists(sessionId))) throw errors.sessionNotFound(sessionId);
-        return this.claim(sessionId, { kind: 'resume', sessionId }, true);
-      }
+      case 'new':
+        return this.createNew(presetId);
+      case 'resume':
+        return this.claimExisting(checkSessionUuid(intent.sessionId));
       case 'continue': {
         const latest = await this.latestForWorkdir(workdir);
-        if (latest === undefined) {
-          const sessionId = presetId ?? randomUUID();
-          await this.createDir(sessionId);
-          return this.claim(sessionId, { kind: 'new', sessionId }, true);
-        }
-        return this.claim(latest, { kind: 'resume', sessionId: latest }, true);
+        return latest === undefined ? this.createNew(presetId) : this.claimExisting(latest);
       }
-      case 'fork': {
-        const from = intent.fromSessionId.toLowerCase();
-        if (!(await this.exists(from))) throw errors.sessionNotFound(from);
-        const sessionId = presetId ?? randomUUID();
-        // The fork gets a copy of the original's files, so the original's directory is never mounted
-        // (and so never written) by the forked run.
-        this.lock(from);
-        try {
-          await cp(this.pathOf(from), this.pathOf(sessionId), { recursive: true, errorOnExist: true, force: false });
-        } finally {
-          this.busy.delete(from);
-        }
-        return this.claim(sessionId, { kind: 'fork', fromSessionId: from, sessionId }, true);
-      }
+      case 'fork':
+        return this.fork(checkSessionUuid(intent.fromSessionId), presetId);
       case 'ephemeral': {
-        const sessionId = presetId ?? randomUUID();
+        const sessionId = presetId === undefined ? randomUUID() : checkSessionUuid(presetId);
         const dir = join(this.dir, EPHEMERAL_DIR, sessionId);
         await mkdir(dir, { recursive: true, mode: 0o777 });
         await chmod(dir, 0o777);
@@ -116,15 +116,16 @@ export class SessionStore {
     }
   }
 
-  /** The session whose transcript for this workdir was written last, if any. */
+  /** The visible session whose transcript for this workdir was written last, if any. */
   async latestForWorkdir(workdir: string): Promise<string | undefined> {
     const project = projectDirName(workdir);
     let best: { id: string; mtime: number } | undefined;
-    for (const entry of await readdir(this.dir, { withFileTypes: true })) {
-      if (!entry.isDirectory() || !UUID_PATTERN.test(entry.name)) continue;
+    for (const id of await this.sessionIds()) {
       try {
-        const info = await stat(join(this.dir, entry.name, 'projects', project, `${entry.name}.jsonl`));
-        if (!best || info.mtimeMs > best.mtime) best = { id: entry.name, mtime: info.mtimeMs };
+        const info = await stat(join(this.dir, id, 'projects', project, `${id}.jsonl`));
+        if ((!best || info.mtimeMs > best.mtime) && !(await pathExists(join(this.dir, id, HIDDEN_MARKER)))) {
+          best = { id, mtime: info.mtimeMs };
+        }
       } catch {
         // No transcript of this session for this workdir.
       }
@@ -132,8 +133,90 @@ export class SessionStore {
     return best?.id;
   }
 
+  /** Visible sessions, most recently active first. */
+  async list(): Promise<StoredSession[]> {
+    const sessions: StoredSession[] = [];
+    for (const id of await this.sessionIds()) {
+      const dir = join(this.dir, id);
+      try {
+        if (await pathExists(join(dir, HIDDEN_MARKER))) continue;
+        let lastActivityMs = (await stat(dir)).mtimeMs;
+        for (const file of await transcriptFiles(dir, id)) lastActivityMs = Math.max(lastActivityMs, (await stat(file)).mtimeMs);
+        sessions.push({ id, dir, lastActivityMs });
+      } catch (error) {
+        // Deleted while being listed.
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      }
+    }
+    return sessions.sort((a, b) => b.lastActivityMs - a.lastActivityMs || a.id.localeCompare(b.id));
+  }
+
+  /** Deletes a visible session's directory: 404 when there is none, 409 while a run or agent uses it. */
+  async remove(sessionId: string, teardown?: (sessionId: string) => Promise<void>): Promise<void> {
+    const id = checkSessionUuid(sessionId);
+    if (!(await this.isVisible(id))) throw errors.sessionNotFound(id);
+    // Held while deleting, so no run can claim the directory half-way through.
+    this.lock(id);
+    try {
+      await teardown?.(id);
+      await rm(join(this.dir, id), { recursive: true, force: true });
+    } finally {
+      this.busy.delete(id);
+    }
+  }
+
+  private async sessionIds(): Promise<string[]> {
+    const entries = await readdir(this.dir, { withFileTypes: true });
+    return entries.filter((entry) => entry.isDirectory() && UUID_PATTERN.test(entry.name)).map((entry) => entry.name);
+  }
+
+  private async createNew(presetId: string | undefined): Promise<PreparedSession> {
+    const sessionId = presetId === undefined ? randomUUID() : checkSessionUuid(presetId);
+    this.lock(sessionId);
+    try {
+      await this.createDir(sessionId);
+    } catch (error) {
+      this.busy.delete(sessionId);
+      throw error;
+    }
+    return this.claimed(sessionId, { kind: 'new', sessionId }, true);
+  }
+
+  private async claimExisting(sessionId: string): Promise<PreparedSession> {
+    // Locked before the existence check: a concurrent DELETE either finished (404 here) or is refused.
+    this.lock(sessionId);
+    if (!(await isDirectory(join(this.dir, sessionId)))) {
+      this.busy.delete(sessionId);
+      throw errors.sessionNotFound(sessionId);
+    }
+    return this.claimed(sessionId, { kind: 'resume', sessionId }, false);
+  }
+
+  private async fork(from: string, presetId: string | undefined): Promise<PreparedSession> {
+    const sessionId = presetId === undefined ? randomUUID() : checkSessionUuid(presetId);
+    // The fork gets a copy of the original's files, so the original's directory is never mounted (and so
+    // never written) by the forked run. The original is locked while it is copied: a run writing it
+    // meanwhile would leave a half-written line in the copy.
+    this.lock(from);
+    try {
+      if (!(await isDirectory(join(this.dir, from)))) throw errors.sessionNotFound(from);
+      this.lock(sessionId);
+      try {
+        await copyTree(join(this.dir, from), join(this.dir, sessionId));
+        await rm(join(this.dir, sessionId, HIDDEN_MARKER), { force: true });
+        await chmod(join(this.dir, sessionId), 0o777);
+      } catch (error) {
+        this.busy.delete(sessionId);
+        throw error;
+      }
+    } finally {
+      this.busy.delete(from);
+    }
+    return this.claimed(sessionId, { kind: 'fork', fromSessionId: from, sessionId }, true);
+  }
+
   private async createDir(sessionId: string): Promise<void> {
-    const dir = this.pathOf(sessionId);
+    const dir = join(this.dir, sessionId);
     await mkdir(dir, { mode: 0o777 });
     // The engine runs as the image's user (uid 1000 in the default image, anything in others): the
     // directory must be writable by it. The parent directory is 0700, so only Berth can reach it.
@@ -145,16 +228,74 @@ export class SessionStore {
     this.busy.add(sessionId);
   }
 
-  private claim(sessionId: string, engineSession: EngineSession, persistent: boolean): PreparedSession {
-    this.lock(sessionId);
+  /**
+   * A session taken by a run. A session this run created (new, fork) that ends without a transcript of its
+   * own (the run failed before the engine wrote one) is removed again, and a fork drops the copy of its
+   * original's transcript, which the engine has copied into the fork's own.
+   */
+  private claimed(sessionId: string, engineSession: EngineSession, created: boolean): PreparedSession {
+    const dir = join(this.dir, sessionId);
     return {
       sessionId,
       engineSession,
       mountPath: join(this.hostDir, sessionId),
-      persistent,
+      persistent: true,
       release: async () => {
-        this.busy.delete(sessionId);
+        try {
+          if (created) {
+            if ((await transcriptFiles(dir, sessionId)).length === 0) await rm(dir, { recursive: true, force: true });
+            else if (engineSession.kind === 'fork') await removeForeignTranscripts(dir, sessionId);
+          }
+        } finally {
+          this.busy.delete(sessionId);
+        }
       },
     };
+  }
+}
+
+/** Removes transcripts (and their side directories) of session ids other than this one. */
+async function removeForeignTranscripts(dir: string, sessionId: string): Promise<void> {
+  const projects = join(dir, 'projects');
+  for (const project of await readdir(projects).catch(() => [] as string[])) {
+    for (const name of await readdir(join(projects, project)).catch(() => [] as string[])) {
+      const id = name.endsWith('.jsonl') ? name.slice(0, -'.jsonl'.length) : name;
+      if (UUID_PATTERN.test(id) && id !== sessionId) await rm(join(projects, project, name), { recursive: true, force: true });
+    }
+  }
+}
+
+/**
+ * Copies a session directory. The engine in the container wrote its files as the image's user with modes
+ * such as 0600; a copy made by root would be root's and unreadable to that user, so when Berth runs as
+ * root each copied entry gets its original's owner back.
+ */
+async function copyTree(from: string, to: string): Promise<void> {
+  await cp(from, to, { recursive: true, errorOnExist: true, force: false, preserveTimestamps: true });
+  if (process.getuid?.() !== 0) return;
+  const walk = async (relative: string): Promise<void> => {
+    const info = await lstat(join(from, relative));
+    await lchown(join(to, relative), info.uid, info.gid);
+    if (info.isDirectory()) for (const name of await readdir(join(from, relative))) await walk(join(relative, name));
+  };
+  await walk('.');
+}
+
+async function isDirectory(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isDirectory();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw error;
+  }
+}
+
+async function pathExists(path: string): Promise<boolean> {
+  try {
+    await stat(path);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw error;
   }
 }

@@ -1,0 +1,91 @@
+// The sessions use cases behind /sessions: list with titles, read a transcript as messages (paged or
+// one by id), delete. Everything is read from the engine's own files in the session's directory.
+import { stat } from 'node:fs/promises';
+import { errors } from '../../errors.js';
+import { readTranscript, readTranscriptFile, sessionTitle, transcriptFiles } from '../../engine/transcript.js';
+import { transcriptMessages, type TranscriptMessage } from '../../engine/transcript-messages.js';
+import { checkSessionUuid, type SessionStore } from './session-store.js';
+
+export const DEFAULT_PAGE_SIZE = 50;
+
+export interface SessionSummary {
+  readonly id: string;
+  readonly title: string;
+}
+
+export interface MessagePage {
+  readonly messages: readonly TranscriptMessage[];
+  readonly total: number;
+  /** The page size actually applied (the requested limit, clamped to the maximum). */
+  readonly limit: number;
+  readonly offset: number;
+}
+
+export interface SessionServiceDependencies {
+  readonly store: SessionStore;
+  /** Largest page of messages (SERVICE_SESSIONS_MAX_PAGE_SIZE); larger limits are clamped to it. */
+  readonly maxPageSize: number;
+  /** Called before a session's directory is removed (compose stacks tied to the session, once they exist). */
+  readonly teardown?: (sessionId: string) => Promise<void>;
+}
+
+export class SessionService {
+  /** Titles by transcript file, valid while the file's size and mtime are unchanged. */
+  private readonly titles = new Map<string, { size: number; mtimeMs: number; title: string }>();
+
+  constructor(private readonly deps: SessionServiceDependencies) {}
+
+  /** Visible sessions, most recently active first, each with its title ('' when none). */
+  async list(): Promise<SessionSummary[]> {
+    const stored = await this.deps.store.list();
+    const seen = new Set<string>();
+    const sessions = await Promise.all(stored.map(async (session) => ({ id: session.id, title: await this.title(session.dir, session.id, seen) })));
+    for (const file of this.titles.keys()) if (!seen.has(file)) this.titles.delete(file);
+    return sessions;
+  }
+
+  /** A page of the session's messages in conversation order; limit defaults to 50 and is clamped to the maximum. */
+  async messages(sessionId: string, paging: { limit?: number; offset?: number } = {}): Promise<MessagePage> {
+    const limit = Math.min(paging.limit ?? DEFAULT_PAGE_SIZE, this.deps.maxPageSize);
+    const offset = paging.offset ?? 0;
+    if (!Number.isInteger(limit) || limit < 0) throw errors.invalid('limit must be a whole number ≥ 0');
+    if (!Number.isInteger(offset) || offset < 0) throw errors.invalid('offset must be a whole number ≥ 0');
+    const all = await this.allMessages(sessionId);
+    return { messages: all.slice(offset, offset + limit), total: all.length, limit, offset };
+  }
+
+  async message(sessionId: string, messageId: string): Promise<TranscriptMessage> {
+    const found = (await this.allMessages(sessionId)).find((message) => message.id === messageId.toLowerCase());
+    if (!found) throw errors.notFound(`message ${messageId} of session ${checkSessionUuid(sessionId)}`);
+    return found;
+  }
+
+  /** Removes the session: 404 when unknown, 409 while a run or agent is using it. */
+  async delete(sessionId: string): Promise<{ success: true; session_id: string }> {
+    const id = checkSessionUuid(sessionId);
+    await this.deps.store.remove(id, this.deps.teardown);
+    return { success: true, session_id: id };
+  }
+
+  private async allMessages(sessionId: string): Promise<TranscriptMessage[]> {
+    const id = checkSessionUuid(sessionId);
+    if (!(await this.deps.store.isVisible(id))) throw errors.sessionNotFound(id);
+    return transcriptMessages(await readTranscript(this.deps.store.pathOf(id), id));
+  }
+
+  private async title(dir: string, sessionId: string, seen: Set<string>): Promise<string> {
+    let title = '';
+    for (const file of await transcriptFiles(dir, sessionId)) {
+      seen.add(file);
+      const info = await stat(file).catch(() => undefined);
+      if (!info) continue;
+      let cached = this.titles.get(file);
+      if (!cached || cached.size !== info.size || cached.mtimeMs !== info.mtimeMs) {
+        cached = { size: info.size, mtimeMs: info.mtimeMs, title: sessionTitle(await readTranscriptFile(file).catch(() => [])) };
+        this.titles.set(file, cached);
+      }
+      title = cached.title || title;
+    }
+    return title;
+  }
+}

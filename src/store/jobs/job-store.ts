@@ -1,0 +1,107 @@
+// Durable async jobs, behind a small interface: the job service talks to storage only through this,
+// and test/unit/jobs-store.test.ts is the suite every backend must pass. Status changes are
+// compare-and-set (`transition`), so a cancel racing a job's own end has exactly one winner.
+import type { RunRequest } from '../../core/run-request.js';
+
+export const JOB_STATUSES = ['pending', 'running', 'completed', 'failed', 'crashed', 'cancelled'] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+
+/** The statuses a job never leaves. */
+export const FINISHED_STATUSES: readonly JobStatus[] = ['completed', 'failed', 'crashed', 'cancelled'];
+
+export function isFinished(status: JobStatus): boolean {
+  return FINISHED_STATUSES.includes(status);
+}
+
+/**
+ * Why a job crashed: the run was killed for memory (`oom`) or for its container.timeout (`timeout`),
+ * the engine died by a signal (`signal`), or the service went away under it: stopped gracefully while
+ * the job was queued or running (`service_stop`), or found unfinished at start-up (`service_restart`).
+ */
+export type CrashReason = 'oom' | 'timeout' | 'signal' | 'service_stop' | 'service_restart';
+
+export interface CrashInfo {
+  /** The container's exit code (137 after a kill); -1 when the service restarted and none is known. */
+  readonly exit_code: number;
+  /** The signal that ended the engine (SIGKILL, …), or '' when none is known. */
+  readonly signal: string;
+  /** The engine's stream-json lines printed before the end. */
+  readonly partial_output: string;
+  /** Whether the engine had printed a successful final result line before it ended. */
+  readonly task_completed: boolean;
+  readonly reason: CrashReason;
+}
+
+export type WebhookState = 'pending' | 'delivered' | 'failed';
+
+export interface Job {
+  readonly id: string;
+  readonly status: JobStatus;
+  readonly output: string;
+  /** undefined when the run produced none. */
+  readonly structuredOutput: unknown;
+  readonly sessionId: string;
+  readonly runId: string;
+  readonly crashInfo: CrashInfo | null;
+  readonly error: string | null;
+  readonly webhookUrl: string | null;
+  readonly webhookState: WebhookState | null;
+  readonly request: RunRequest;
+  /** ISO 8601 timestamps (UTC, milliseconds). */
+  readonly createdAt: string;
+  readonly updatedAt: string;
+  readonly finishedAt: string | null;
+}
+
+export interface NewJob {
+  readonly id: string;
+  readonly sessionId: string;
+  readonly runId: string;
+  readonly webhookUrl: string | null;
+  readonly request: RunRequest;
+  readonly createdAt: string;
+}
+
+/** A status change and the fields that come with it; fields left out keep their value. */
+export interface JobChange {
+  readonly status: JobStatus;
+  readonly output?: string;
+  readonly structuredOutput?: unknown;
+  readonly crashInfo?: CrashInfo;
+  readonly error?: string;
+}
+
+export interface JobSummary {
+  readonly id: string;
+  readonly status: JobStatus;
+  readonly createdAt: string;
+}
+
+export interface JobListQuery {
+  readonly status?: JobStatus;
+  readonly limit: number;
+  readonly offset: number;
+}
+
+export interface JobStore {
+  /** Stores a new job as `pending`. */
+  insert(job: NewJob): Promise<Job>;
+  get(id: string): Promise<Job | undefined>;
+  /** Newest first (by insertion order), optionally one status only. */
+  list(query: JobListQuery): Promise<JobSummary[]>;
+  /**
+   * Moves the job to `change.status` only if its current status is one of `from`, and returns the
+   * updated job; undefined when it is unknown or in another status. Entering a finished status sets
+   * finished_at and, when the job has a webhook_url, marks its webhook `pending` in the same write.
+   */
+  transition(id: string, from: readonly JobStatus[], change: JobChange, at: string): Promise<Job | undefined>;
+  /** Jobs in one status, oldest first. */
+  withStatus(status: JobStatus): Promise<Job[]>;
+  /** Finished jobs whose webhook delivery has not ended, oldest first. */
+  pendingWebhooks(): Promise<Job[]>;
+  setWebhookState(id: string, state: WebhookState): Promise<void>;
+  countByStatus(): Promise<Record<JobStatus, number>>;
+  /** Removes finished jobs whose finished_at is before `cutoff`; returns how many. */
+  deleteFinishedBefore(cutoff: string): Promise<number>;
+  close(): Promise<void>;
+}
