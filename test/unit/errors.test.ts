@@ -41,7 +41,8 @@ const cases: [string, () => Promise<{ statusCode: number; body: string }>, numbe
 
 test('every failure has the spec\'s error body and status', async () => {
   const instance = await app();
-  const inject = (options: Parameters<typeof instance.inject>[0]) => instance.inject(options);
+  const inject = (options: { method: 'GET' | 'POST'; url: string; payload?: string | object; headers?: Record<string, string> }) =>
+    instance.inject(options);
   cases.push(
     ['unknown field', () => inject({ method: 'POST', url: '/echo', payload: { name: 'a', extra: 1 } }), 400, /unknown field "extra"/],
     ['nested unknown field', () => inject({ method: 'POST', url: '/echo', payload: { name: 'a', nested: { n: 1, typo: 2 } } }), 400, /nested: unknown field "typo"/],
