@@ -1,0 +1,329 @@
+// The async-job use case: accept a run at once, keep it as a durable job, run it when a slot is free,
+// record how it ended, and announce the end by webhook. Every status change is a compare-and-set in the
+// store, so a DELETE racing a job's own end has one winner and the record never says what did not happen.
+//
+//   pending ──start──▶ running ──▶ completed | failed | crashed
+//      │                  │
+//      └──DELETE──▶ cancelled ◀──DELETE──┘        (start-up / stop: pending, running ──▶ crashed)
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { BerthError, errors } from '../../errors.js';
+import type { RunRequest } from '../run-request.js';
+import type { AcceptedRun, RunMode, RunResult } from '../runs/run-service.js';
+import type { RunHooks, RunOutcome } from '../runs/run-executor.js';
+import type { CrashInfo, CrashReason, Job, JobChange, JobStatus, JobStore } from '../../store/jobs/job-store.js';
+import type { WebhookSender } from '../webhooks/deliverer.js';
+import { jobFinishedPayload, jobListItem, jobView, type JobListItem, type JobView } from './job-view.js';
+import { RunQueue } from './run-queue.js';
+
+/** What the job service needs of RunService (a fake in unit tests). */
+export interface JobRunner {
+  accept(request: RunRequest): Promise<AcceptedRun>;
+  execute(accepted: AcceptedRun, mode: RunMode, signal: AbortSignal, hooks?: RunHooks): Promise<RunOutcome>;
+  toResult(accepted: AcceptedRun, outcome: RunOutcome): Promise<RunResult>;
+  crashError(accepted: AcceptedRun, outcome: Extract<RunOutcome, { kind: 'crashed' }>): BerthError;
+}
+
+export interface JobServiceDependencies {
+  readonly store: JobStore;
+  readonly runs: JobRunner;
+  /** Absent: webhook_url is recorded but nothing is sent (unit tests). */
+  readonly webhooks?: WebhookSender;
+  /** SERVICE_MAX_CONCURRENT_RUNS: jobs beyond it wait as pending, in submission order. */
+  readonly maxConcurrentRuns: number;
+  /** SERVICE_JOB_RETENTION: finished jobs older than this are deleted. */
+  readonly retentionMs: number;
+  readonly log: Logger;
+  readonly observer?: { jobCounts(counts: Record<JobStatus, number>): void };
+  /** The service's shutdown signal: once aborted, no queued job starts any more. */
+  readonly shutdownSignal?: AbortSignal;
+  readonly now?: () => number;
+  /** Default: the retention, at most one hour, at least one second. */
+  readonly pruneIntervalMs?: number;
+  /** How long DELETE waits for a running job's container to be removed before answering. Default 15 s. */
+  readonly cancelWaitMs?: number;
+}
+
+export interface SubmittedJob {
+  readonly job_id: string;
+  readonly session_id: string;
+}
+
+export interface JobListOptions {
+  readonly status?: JobStatus;
+  readonly limit?: number;
+  readonly offset?: number;
+}
+
+export const JOB_LIST_DEFAULT_LIMIT = 50;
+export const JOB_LIST_MAX_LIMIT = 500;
+
+export const JOB_MESSAGES = {
+  cancelled: 'cancelled by DELETE /jobs/:id',
+  restartedWhileRunning: 'the service restarted while the job was running; its container was removed and the job was not resumed',
+  restartedWhilePending: 'the service restarted before the job started; the job was never run',
+  stoppedWhileRunning: 'the service stopped while the job was running; its container was removed',
+  stoppedWhilePending: 'the service stopped before the job started; the job was never run',
+} as const;
+
+/** crash_info of a job that the service itself cut off; there is no container exit to report. */
+function serviceCrash(reason: Extract<CrashReason, 'service_stop' | 'service_restart'>, partialOutput = '', exitCode = -1, signal = ''): CrashInfo {
+  return { exit_code: exitCode, signal, partial_output: partialOutput, task_completed: false, reason };
+}
+
+interface RunningJob {
+  readonly controller: AbortController;
+  readonly done: Promise<void>;
+}
+
+export class JobService {
+  private readonly queue: RunQueue;
+  /** Accepted runs of queued jobs: their sessions are held until they start or are cancelled. */
+  private readonly accepted = new Map<string, AcceptedRun>();
+  private readonly running = new Map<string, RunningJob>();
+  /** Job tasks and webhook deliveries in flight; close() waits for them. */
+  private readonly tasks = new Set<Promise<unknown>>();
+  private readonly deliveries = new AbortController();
+  /** Queued jobs that will never start because the service is stopping; close() marks them crashed. */
+  private readonly unstarted: string[] = [];
+  private readonly now: () => number;
+  private pruneTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(private readonly deps: JobServiceDependencies) {
+    this.now = deps.now ?? Date.now;
+    this.queue = new RunQueue(deps.maxConcurrentRuns, (id, error) => deps.log.error({ err: error, jobId: id }, 'job task failed unexpectedly'));
+    deps.shutdownSignal?.addEventListener('abort', () => this.unstarted.push(...this.queue.close()), { once: true });
+  }
+
+  /**
+   * Start-up: jobs a previous process left pending or running become crashed (their containers were
+   * already removed by the reaper, by label), owed webhooks are sent, old jobs are pruned.
+   */
+  async start(): Promise<void> {
+    const { store, log } = this.deps;
+    const at = this.timestamp();
+    let reconciled = 0;
+    for (const [status, message] of [['running', JOB_MESSAGES.restartedWhileRunning], ['pending', JOB_MESSAGES.restartedWhilePending]] as const) {
+      for (const job of await store.withStatus(status)) {
+        const crashed = await store.transition(job.id, [status], { status: 'crashed', crashInfo: serviceCrash('service_restart'), error: message }, at);
+        if (crashed) reconciled += 1;
+      }
+    }
+    if (reconciled > 0) log.warn({ count: reconciled }, 'jobs left unfinished by a previous run of the service were marked crashed');
+    for (const job of await store.pendingWebhooks()) this.deliver(job);
+    await this.prune();
+    const interval = this.deps.pruneIntervalMs ?? Math.max(1_000, Math.min(this.deps.retentionMs, 3_600_000));
+    this.pruneTimer = setInterval(() => {
+      this.prune().catch((error: unknown) => log.warn({ err: error }, 'pruning old jobs failed; the next pass retries'));
+    }, interval);
+    this.pruneTimer.unref();
+    this.refreshCounts();
+  }
+
+  /** POST /run/async: validation and the session happen here, so refusals are ordinary HTTP errors. */
+  async submit(request: RunRequest): Promise<SubmittedJob> {
+    if (this.isStopping()) throw errors.runtimeUnavailable('the service is shutting down; no new jobs are accepted');
+    const accepted = await this.deps.runs.accept(request);
+    const id = `job-${randomUUID()}`;
+    let inserted = false;
+    try {
+      if (this.isStopping()) throw errors.runtimeUnavailable('the service is shutting down; no new jobs are accepted');
+      await this.deps.store.insert({
+        id,
+        sessionId: accepted.session.sessionId,
+        runId: accepted.runId,
+        webhookUrl: accepted.plan.webhookUrl ?? null,
+        request,
+        createdAt: this.timestamp(),
+      });
+      inserted = true;
+      this.accepted.set(id, accepted);
+      this.queue.enqueue(id, () => this.track(this.runJob(id)));
+    } catch (error) {
+      this.accepted.delete(id);
+      await accepted.session.release();
+      if (!inserted) throw error;
+      // The queue closed under us (shutdown): the stored job must not stay pending.
+      await this.deps.store.transition(id, ['pending'], { status: 'crashed', crashInfo: serviceCrash('service_stop'), error: JOB_MESSAGES.stoppedWhilePending }, this.timestamp());
+      throw errors.runtimeUnavailable('the service is shutting down; no new jobs are accepted');
+    }
+    this.refreshCounts();
+    return { job_id: id, session_id: accepted.session.sessionId };
+  }
+
+  async get(id: string): Promise<JobView> {
+    const job = await this.deps.store.get(id);
+    if (!job) throw errors.jobNotFound(id);
+    return jobView(job);
+  }
+
+  async list(options: JobListOptions = {}): Promise<JobListItem[]> {
+    const limit = Math.min(Math.max(1, options.limit ?? JOB_LIST_DEFAULT_LIMIT), JOB_LIST_MAX_LIMIT);
+    const offset = Math.max(0, options.offset ?? 0);
+    const jobs = await this.deps.store.list({ ...(options.status ? { status: options.status } : {}), limit, offset });
+    return jobs.map(jobListItem);
+  }
+
+  /** DELETE /jobs/:id: pending or running → cancelled; answers once the container is gone (or after cancelWaitMs). */
+  async cancel(id: string): Promise<{ id: string; status: 'cancelled' }> {
+    const cancelled = await this.deps.store.transition(id, ['pending', 'running'], { status: 'cancelled', error: JOB_MESSAGES.cancelled }, this.timestamp());
+    if (!cancelled) {
+      const job = await this.deps.store.get(id);
+      if (!job) throw errors.jobNotFound(id);
+      throw errors.jobFinished(id, job.status);
+    }
+    if (this.queue.remove(id)) await this.releaseQueued(id);
+    const run = this.running.get(id);
+    if (run) {
+      run.controller.abort();
+      let timer: NodeJS.Timeout | undefined;
+      const waited = await Promise.race([
+        run.done.then(() => true),
+        new Promise<boolean>((resolve) => {
+          timer = setTimeout(() => resolve(false), this.deps.cancelWaitMs ?? 15_000);
+        }),
+      ]);
+      clearTimeout(timer);
+      if (!waited) this.deps.log.warn({ jobId: id }, 'cancelled job: its container is still being removed');
+    }
+    this.afterFinish(cancelled);
+    return { id, status: 'cancelled' };
+  }
+
+  /**
+   * Shutdown (after the runs were aborted by the shutdown signal): queued jobs become crashed, running
+   * jobs record how they ended, webhook deliveries stop (owed ones are sent again at the next start).
+   */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.pruneTimer);
+    const at = this.timestamp();
+    this.unstarted.push(...this.queue.close());
+    for (const id of this.unstarted.splice(0)) {
+      await this.releaseQueued(id);
+      await this.deps.store.transition(id, ['pending'], { status: 'crashed', crashInfo: serviceCrash('service_stop'), error: JOB_MESSAGES.stoppedWhilePending }, at);
+    }
+    for (const run of this.running.values()) run.controller.abort();
+    await Promise.allSettled([...this.tasks]);
+    this.deliveries.abort();
+    await Promise.allSettled([...this.tasks]);
+  }
+
+  private async runJob(id: string): Promise<void> {
+    const accepted = this.accepted.get(id);
+    this.accepted.delete(id);
+    if (!accepted) return;
+    const controller = new AbortController();
+    let finish!: () => void;
+    // Registered before the job is marked running, so a DELETE in between finds something to abort.
+    this.running.set(id, { controller, done: new Promise<void>((resolve) => (finish = resolve)) });
+    try {
+      const started = await this.deps.store.transition(id, ['pending'], { status: 'running' }, this.timestamp());
+      if (!started || controller.signal.aborted || this.isStopping()) {
+        await accepted.session.release();
+        if (started && this.isStopping()) {
+          await this.conclude(id, { status: 'crashed', crashInfo: serviceCrash('service_stop'), error: JOB_MESSAGES.stoppedWhilePending });
+        }
+        return;
+      }
+      this.refreshCounts();
+      let change: JobChange;
+      try {
+        const outcome = await this.deps.runs.execute(accepted, 'async', controller.signal);
+        change = await this.outcomeChange(accepted, outcome);
+      } catch (error) {
+        this.deps.log.error({ err: error, jobId: id }, 'job run failed before the engine could finish');
+        const message = error instanceof BerthError ? error.message : (error as Error).message;
+        change = { status: 'failed', error: `run failed: ${message}` };
+      }
+      await this.conclude(id, change);
+    } finally {
+      this.running.delete(id);
+      finish();
+    }
+  }
+
+  private async outcomeChange(accepted: AcceptedRun, outcome: RunOutcome): Promise<JobChange> {
+    switch (outcome.kind) {
+      case 'completed': {
+        const result = await this.deps.runs.toResult(accepted, outcome);
+        return { status: 'completed', output: result.output, ...(result.structured_output !== undefined ? { structuredOutput: result.structured_output } : {}) };
+      }
+      case 'failed':
+        return { status: 'failed', output: outcome.envelope?.result ?? '', error: outcome.message };
+      case 'crashed': {
+        const crash = { exit_code: outcome.exitCode, signal: outcome.signal, partial_output: outcome.partialOutput, task_completed: outcome.taskCompleted };
+        // Aborted without a DELETE (a DELETE already made the job cancelled): the service is stopping.
+        if (outcome.reason === 'cancelled') {
+          return { status: 'crashed', crashInfo: { ...crash, reason: 'service_stop' }, error: JOB_MESSAGES.stoppedWhileRunning };
+        }
+        return { status: 'crashed', crashInfo: { ...crash, reason: outcome.reason }, error: this.deps.runs.crashError(accepted, outcome).message };
+      }
+    }
+  }
+
+  /** running → its final status (unless a DELETE got there first), then metrics and the webhook. */
+  private async conclude(id: string, change: JobChange): Promise<void> {
+    const job = await this.deps.store.transition(id, ['running'], change, this.timestamp());
+    if (job) this.afterFinish(job);
+  }
+
+  private afterFinish(job: Job): void {
+    this.refreshCounts();
+    this.deps.log.info({ jobId: job.id, status: job.status, sessionId: job.sessionId }, 'job finished');
+    if (job.webhookState === 'pending') this.deliver(job);
+  }
+
+  private deliver(job: Job): void {
+    const { webhooks, store, log } = this.deps;
+    if (!webhooks || job.webhookUrl === null || job.finishedAt === null) return;
+    const body = JSON.stringify(jobFinishedPayload(job));
+    const timestamp = Math.floor(Date.parse(job.finishedAt) / 1000);
+    const delivery = webhooks.deliver({ url: job.webhookUrl, body, timestamp }, this.deliveries.signal).then(async (result) => {
+      if (result.outcome === 'aborted') return; // still owed: sent again at the next start
+      await store.setWebhookState(job.id, result.outcome);
+      if (result.outcome === 'failed') log.warn({ jobId: job.id, attempts: result.attempts, reason: result.reason }, 'webhook delivery failed');
+    });
+    this.track(delivery.catch((error: unknown) => log.error({ err: error, jobId: job.id }, 'webhook delivery crashed')));
+  }
+
+  private async releaseQueued(id: string): Promise<void> {
+    const accepted = this.accepted.get(id);
+    this.accepted.delete(id);
+    await accepted?.session.release();
+  }
+
+  private async prune(): Promise<void> {
+    const cutoff = new Date(this.now() - this.deps.retentionMs).toISOString();
+    const removed = await this.deps.store.deleteFinishedBefore(cutoff);
+    if (removed > 0) {
+      this.deps.log.info({ removed, cutoff }, 'pruned finished jobs past SERVICE_JOB_RETENTION');
+      this.refreshCounts();
+    }
+  }
+
+  private refreshCounts(): void {
+    const { observer, store, log } = this.deps;
+    if (!observer || this.closed) return;
+    store.countByStatus().then(
+      (counts) => observer.jobCounts(counts),
+      (error: unknown) => log.warn({ err: error }, 'counting jobs for metrics failed'),
+    );
+  }
+
+  private isStopping(): boolean {
+    return this.closed || this.deps.shutdownSignal?.aborted === true;
+  }
+
+  private track<T>(task: Promise<T>): Promise<T> {
+    this.tasks.add(task);
+    void task.finally(() => this.tasks.delete(task)).catch(() => undefined);
+    return task;
+  }
+
+  private timestamp(): string {
+    return new Date(this.now()).toISOString();
+  }
+}
