@@ -18,7 +18,8 @@ export function toSpecGenerator(spec: ContainerSpec): Record<string, unknown> {
       Type: 'bind',
       Source: mount.hostPath,
       Destination: mount.containerPath,
-      Options: [mount.readOnly ? 'ro' : 'rw', ...mount.options, 'rbind'],
+      // nosuid,nodev on every bind mount: a caller's files must never become setuid binaries or devices.
+      Options: [mount.readOnly ? 'ro' : 'rw', ...new Set([...mount.options, 'nosuid', 'nodev']), 'rbind'],
     })),
     image_volumes: spec.imageMounts.map((mount) => ({
       Source: mount.image,

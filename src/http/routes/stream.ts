@@ -1,0 +1,83 @@
+// GET /run/stream: a run whose assistant text arrives as Server-Sent Events. The request is validated and
+// its session taken before the stream opens, so refusals are ordinary JSON errors; after that, the end
+// of the run is a `done` frame or an `error` frame, and a client that leaves stops the run.
+import type { FastifyInstance } from 'fastify';
+import { Type, type Static } from '@sinclair/typebox';
+import type { RunRequest } from '../../core/run-request.js';
+import type { RunService } from '../../core/runs/run-service.js';
+import { errorResponses } from '../schemas.js';
+import { streamEvents } from '../sse.js';
+
+const StreamQuerySchema = Type.Object(
+  {
+    prompt: Type.String({ description: 'Text given to the agent. Required and non-empty.' }),
+    workdir: Type.Optional(Type.String({ description: 'Working directory inside the container. Default /workspace.' })),
+    session_id: Type.Optional(Type.String({ description: 'Session to resume (UUID); needs resume=true.' })),
+    resume: Type.Optional(Type.Boolean({ description: 'Continue the session named by session_id. Default false.' })),
+  },
+  { additionalProperties: false },
+);
+type StreamQuery = Static<typeof StreamQuerySchema>;
+
+const FRAMES = [
+  'Frames are `data: <JSON>` lines:',
+  '{"type":"output","content":"..."} for each piece of assistant text as the engine produces it;',
+  '{"type":"done","session_id":"...","id":"run-..."} when the run completed;',
+  '{"type":"error","error":"..."} when it failed after the stream started.',
+  'Comment lines `: ping` are heartbeats (SERVICE_SSE_HEARTBEAT_INTERVAL).',
+].join(' ');
+
+export interface StreamRouteDependencies {
+  readonly runs: RunService;
+  readonly heartbeatMs: number;
+  readonly subscribers?: { inc(): void; dec(): void };
+}
+
+export function toRunRequest(query: StreamQuery): RunRequest {
+  const engine = {
+    ...(query.session_id !== undefined ? { session_id: query.session_id } : {}),
+    ...(query.resume !== undefined ? { resume: query.resume } : {}),
+  };
+  return {
+    prompt: query.prompt,
+    ...(query.workdir !== undefined ? { workdir: query.workdir } : {}),
+    ...(Object.keys(engine).length > 0 ? { engine } : {}),
+  };
+}
+
+export function registerStreamRoutes(app: FastifyInstance, deps: StreamRouteDependencies): void {
+  app.get<{ Querystring: StreamQuery }>(
+    '/run/stream',
+    {
+      schema: {
+        tags: ['runs'],
+        summary: 'Run a prompt and stream its output as Server-Sent Events',
+        description: FRAMES,
+        querystring: StreamQuerySchema,
+        response: {
+          200: { description: FRAMES, content: { 'text/event-stream': { schema: Type.String() } } },
+          ...errorResponses(400, 401, 404, 409, 413, 429, 500, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { runs } = deps;
+      const accepted = await runs.accept(toRunRequest(request.query));
+      await streamEvents(reply, { heartbeatMs: deps.heartbeatMs, subscribers: deps.subscribers }, async (events) => {
+        if (events.signal.aborted) {
+          await accepted.session.release();
+          return;
+        }
+        const outcome = await runs.execute(accepted, 'stream', events.signal, {
+          onText: (content) => events.send({ type: 'output', content }),
+        });
+        if (events.signal.aborted) return;
+        if (outcome.kind === 'completed') {
+          events.send({ type: 'done', session_id: accepted.session.sessionId, id: accepted.runId });
+          return;
+        }
+        await runs.toResult(accepted, outcome); // throws the run's error, sent as the error frame
+      });
+    },
+  );
+}

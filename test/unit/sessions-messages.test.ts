@@ -1,0 +1,130 @@
+// How a session transcript is read back as messages: the real engine sample, then one rule per test
+// on hand-made records shaped like the engine's.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { join } from 'node:path';
+import { readTranscriptFile, type TranscriptRecord } from '../../src/engine/transcript.js';
+import { transcriptMessages } from '../../src/engine/transcript-messages.js';
+
+const SAMPLE = join(import.meta.dirname, '../fixtures/engine-session-tooluse.jsonl');
+
+let counter = 0;
+function user(content: unknown, extra: Record<string, unknown> = {}): TranscriptRecord {
+  return { type: 'user', uuid: `u-${++counter}`, message: { role: 'user', content }, ...extra };
+}
+function assistant(messageId: string, content: unknown[], extra: Record<string, unknown> = {}): TranscriptRecord {
+  return { type: 'assistant', uuid: `a-${++counter}`, message: { id: messageId, role: 'assistant', content }, ...extra };
+}
+
+describe('the real engine transcript', () => {
+  it('becomes prompt, tool call, tool result and answer, with the engine\'s uuids as ids', async () => {
+    const messages = transcriptMessages(await readTranscriptFile(SAMPLE));
+    assert.deepEqual(messages, [
+      { id: 'bfec82b4-6fca-4fdc-b03b-cea49a594530', role: 'user', content: 'MOCK_TOOL_BASH' },
+      {
+        id: '90091f72-4548-4a13-bd26-c1020702464d',
+        role: 'assistant',
+        content: 'Running bash.\n[tool call Bash] {"command":"echo hello-from-bash | tee bash_out.txt","description":"echo test"}',
+      },
+      { id: '39d05097-6a39-4040-9e2c-4e589ef220d8', role: 'user', content: '[tool result] hello-from-bash' },
+      { id: 'dcbb2d28-1f24-431c-a426-4dadac4213b3', role: 'assistant', content: 'tool said: hello-from-bash' },
+    ]);
+  });
+
+  it('leaves out attachments, api requests, titles and cost records', async () => {
+    const records = await readTranscriptFile(SAMPLE);
+    assert.ok(records.length > 20);
+    const ids = new Set(transcriptMessages(records).map((m) => m.id));
+    for (const record of records.filter((r) => r.type !== 'user' && r.type !== 'assistant')) {
+      assert.ok(typeof record.uuid !== 'string' || !ids.has(record.uuid), `${record.type} record became a message`);
+    }
+  });
+});
+
+describe('rendering', () => {
+  it('keeps a plain prompt verbatim', () => {
+    assert.deepEqual(transcriptMessages([user('line one\nline two')]).map((m) => m.content), ['line one\nline two']);
+  });
+
+  it('renders a failed tool result as a tool error', () => {
+    const [message] = transcriptMessages([user([{ type: 'tool_result', tool_use_id: 't1', content: 'Exit code 3\na', is_error: true }])]);
+    assert.equal(message?.content, '[tool error] Exit code 3\na');
+  });
+
+  it('joins the text blocks of a tool result and marks images', () => {
+    const [message] = transcriptMessages([
+      user([{ type: 'tool_result', tool_use_id: 't1', content: [{ type: 'text', text: 'first' }, { type: 'image', source: {} }, { type: 'text', text: 'second' }] }]),
+    ]);
+    assert.equal(message?.content, '[tool result] first\n[image]\nsecond');
+  });
+
+  it('renders a tool call as its name and compact JSON input', () => {
+    const [message] = transcriptMessages([assistant('m1', [{ type: 'tool_use', id: 't1', name: 'Read', input: { file_path: '/a b' } }])]);
+    assert.equal(message?.content, '[tool call Read] {"file_path":"/a b"}');
+  });
+
+  it('merges consecutive records of one assistant message, keeping the first uuid', () => {
+    const first = assistant('m1', [{ type: 'text', text: 'part one' }]);
+    const messages = transcriptMessages([first, assistant('m1', [{ type: 'text', text: 'part two' }])]);
+    assert.deepEqual(messages, [{ id: first.uuid, role: 'assistant', content: 'part one\npart two' }]);
+  });
+
+  it('does not merge different assistant messages', () => {
+    const messages = transcriptMessages([assistant('m1', [{ type: 'text', text: 'one' }]), assistant('m2', [{ type: 'text', text: 'two' }])]);
+    assert.equal(messages.length, 2);
+  });
+
+  it('leaves out thinking blocks, and a record made only of them', () => {
+    const messages = transcriptMessages([
+      assistant('m1', [{ type: 'thinking', thinking: 'hmm', signature: 'x' }]),
+      assistant('m1', [{ type: 'redacted_thinking', data: 'x' }, { type: 'text', text: 'answer' }]),
+    ]);
+    assert.deepEqual(messages.map((m) => m.content), ['answer']);
+  });
+
+  it('keeps the engine\'s API error text as an assistant message', () => {
+    const messages = transcriptMessages([assistant('e1', [{ type: 'text', text: 'API Error: 500 Internal server error' }], { isApiErrorMessage: true })]);
+    assert.deepEqual(messages.map((m) => m.content), ['API Error: 500 Internal server error']);
+  });
+});
+
+describe('what is left out', () => {
+  it('meta records', () => {
+    assert.deepEqual(transcriptMessages([user('Caveat: the messages below were generated by the user', { isMeta: true })]), []);
+  });
+
+  it('sidechain (subagent) records', () => {
+    assert.deepEqual(transcriptMessages([user('subagent prompt', { isSidechain: true }), assistant('s1', [{ type: 'text', text: 'x' }], { isSidechain: true })]), []);
+  });
+
+  it('compaction summaries and transcript-only records', () => {
+    assert.deepEqual(transcriptMessages([user('summary', { isCompactSummary: true }), user('x', { isVisibleInTranscriptOnly: true })]), []);
+  });
+
+  it('slash-command and local-command wrappers', () => {
+    const records = [
+      user('<command-name>/cost</command-name>\n<command-message>cost</command-message>\n<command-args></command-args>'),
+      user('<local-command-stdout>Total cost: $0.00</local-command-stdout>'),
+      user([{ type: 'text', text: '<command-message>x</command-message>' }]),
+    ];
+    assert.deepEqual(transcriptMessages(records), []);
+  });
+
+  it('system reminders, while the text around them stays', () => {
+    const messages = transcriptMessages([
+      user([{ type: 'text', text: '<system-reminder>\nenvironment\n</system-reminder>' }, { type: 'text', text: 'the prompt' }]),
+      user('<system-reminder>only a reminder</system-reminder>'),
+      user([{ type: 'tool_result', tool_use_id: 't', content: 'file body\n<system-reminder>be careful</system-reminder>' }]),
+    ]);
+    assert.deepEqual(messages.map((m) => m.content), ['the prompt', '[tool result] file body']);
+  });
+
+  it('a record repeated with the same uuid', () => {
+    const record = user('once');
+    assert.equal(transcriptMessages([record, record]).length, 1);
+  });
+
+  it('records without a uuid or message', () => {
+    assert.deepEqual(transcriptMessages([{ type: 'user', message: { role: 'user', content: 'x' } }, { type: 'assistant', uuid: 'a' }]), []);
+  });
+});
