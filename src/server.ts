@@ -25,6 +25,11 @@ import { SystemStatus } from './core/system-status.js';
 import { TokenService } from './core/auth/tokens.js';
 import { createBlacklist } from './store/blacklist/create-blacklist.js';
 import { startOfflineModel } from './offline-model/server.js';
+import { SqliteJobStore } from './store/jobs/sqlite-job-store.js';
+import { JobService } from './core/jobs/job-service.js';
+import { WebhookDeliverer } from './core/webhooks/deliverer.js';
+import { registerJobRoutes } from './http/routes/jobs.js';
+import { registerStreamRoutes } from './http/routes/stream.js';
 
 export interface RunningBerth {
   readonly app: FastifyInstance;
@@ -117,6 +122,28 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
         containerStopped: () => metrics.containersRunning.dec(),
       },
     });
+    // Async jobs: jobs a previous process left unfinished are reconciled (their containers were reaped
+    // above) before the API listens. At stop this runs after the runs were cancelled, to record their ends.
+    const jobStore = new SqliteJobStore(join(config.dataDir, 'jobs.db'));
+    const jobs = new JobService({
+      store: jobStore,
+      runs,
+      webhooks: new WebhookDeliverer(config.webhooks, {
+        userAgent: `Berth/${config.version}`,
+        observer: { attempt: (outcome) => metrics.webhookDeliveries.inc({ outcome }) },
+      }),
+      maxConcurrentRuns: config.maxConcurrentRuns,
+      retentionMs: config.jobs.retentionMs,
+      log: logger,
+      shutdownSignal: shutdown.signal,
+      observer: { jobCounts: (counts) => Object.entries(counts).forEach(([status, n]) => metrics.jobs.set({ status }, n)) },
+    });
+    cleanups.push(async () => {
+      await jobs.close();
+      await jobStore.close();
+    });
+    await jobs.start();
+
     // Runs first: cancelling them removes their containers while Podman is still there.
     cleanups.push(async () => {
       shutdown.abort();
@@ -131,7 +158,11 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       status: new SystemStatus(config, runtime, engineAccess),
       tokens,
       blacklist,
-      extraRoutes: [(app) => registerSessionRoutes(app, { sessions: new SessionService({ store: sessions, maxPageSize: config.sessions.maxPageSize }) })],
+      extraRoutes: [
+        (app) => registerJobRoutes(app, { jobs }),
+        (app) => registerStreamRoutes(app, { runs, heartbeatMs: config.sse.heartbeatMs, subscribers: metrics.sseSubscribers }),
+        (app) => registerSessionRoutes(app, { sessions: new SessionService({ store: sessions, maxPageSize: config.sessions.maxPageSize }) }),
+      ],
     });
     cleanups.push(() => app.close());
     await app.listen({ host: config.address.host, port: config.address.port });

@@ -45,8 +45,12 @@ export interface ContainerPlan {
   readonly lifecycle?: LifecyclePlan;
 }
 
+/**
+ * Each hook is one command given as its argument vector (`["npm", "install"]`); every argument is
+ * shell-escaped, so no argument is ever parsed as shell syntax. Empty vectors mean "no hook".
+ */
 export interface LifecyclePlan {
-  /** on_create_command: run once when the session is first created; skipped on resume. */
+  /** on_create_command: run once when the session is first created; skipped on resume and fork. */
   readonly onCreate: readonly string[];
   readonly postCreate: readonly string[];
   /** Run on every container start, including resume. */

@@ -2,7 +2,7 @@
 // spec maps to one real flag or environment switch of Claude Code (README, "Engine options").
 // User text (prompt, system prompts) never appears in argv: it is uploaded as files, so no character of
 // it can be taken as a flag or a shell word, and its size is not bounded by the kernel's argv limits.
-import type { EnginePlan } from '../core/run-plan.js';
+import type { EnginePlan, LifecyclePlan } from '../core/run-plan.js';
 import { ENGINE_BINARY, ENGINE_CONFIG_DIR, INPUT_DIR, PROMPT_FILE, SECRET_ENV_DIR } from './layout.js';
 import { deriveSessionTitle, TITLE_FILE_NAME, TITLE_HOOK_SETTINGS, titleHookOutput } from './session-title.js';
 
@@ -21,12 +21,34 @@ export interface EngineInvocation {
   readonly inputFiles: Readonly<Record<string, string>>;
 }
 
-// Exports each secret file as a variable, then execs the engine with the prompt on stdin.
+export const HOOKS_FILE = `${INPUT_DIR}/hooks.sh`;
+/** Exit code of the launch script when a lifecycle hook fails (124 from `timeout` inside means hooks_timeout). */
+export const HOOK_FAILED_EXIT_CODE = 86;
+
+// Exports each secret file as a variable, runs the lifecycle hooks (if any) with their output on stderr
+// so the engine's stdout stays pure stream-json, then execs the engine with the prompt on stdin.
 // The script is a constant: caller-controlled values reach it only as "$@" and as files.
 const LAUNCH_SCRIPT = [
   `for f in ${SECRET_ENV_DIR}/*; do [ -f "$f" ] && export "\${f##*/}=$(cat "$f")"; done`,
+  `if [ -f ${HOOKS_FILE} ]; then`,
+  `  if command -v timeout >/dev/null 2>&1; then timeout -k 5 "$BERTH_HOOKS_TIMEOUT" /bin/sh -e ${HOOKS_FILE} >&2; else /bin/sh -e ${HOOKS_FILE} >&2; fi`,
+  `  rc=$?; if [ "$rc" != 0 ]; then echo "berth: lifecycle hook failed with exit code $rc" >&2; exit ${HOOK_FAILED_EXIT_CODE}; fi`,
+  'fi',
   `exec "$@" < ${PROMPT_FILE}`,
 ].join('\n');
+
+/** `it's` → `'it'\''s'`: a word the shell takes literally, whatever it contains. */
+export function shellQuote(argument: string): string {
+  return `'${argument.replace(/'/g, `'\\''`)}'`;
+}
+
+/** The hooks that apply to this start, as a script of shell-escaped commands; undefined when none. */
+export function hooksScript(lifecycle: LifecyclePlan | undefined, firstStart: boolean): string | undefined {
+  if (!lifecycle) return undefined;
+  const commands = [...(firstStart ? [lifecycle.onCreate, lifecycle.postCreate] : []), lifecycle.postStart].filter((argv) => argv.length > 0);
+  if (commands.length === 0) return undefined;
+  return `${commands.map((argv) => argv.map(shellQuote).join(' ')).join('\n')}\n`;
+}
 
 export function buildEngineInvocation(options: {
   engine: EnginePlan;
@@ -34,6 +56,7 @@ export function buildEngineInvocation(options: {
   prompt: string;
   modelBaseUrl: string;
   offlineModel: boolean;
+  lifecycle?: LifecyclePlan;
 }): EngineInvocation {
   const { engine, session } = options;
   const args: string[] = [ENGINE_BINARY, '-p', '--output-format', 'stream-json', '--verbose', '--include-partial-messages'];
@@ -92,6 +115,13 @@ export function buildEngineInvocation(options: {
   if (engine.prompt_caching_ttl === '5m') env.FORCE_PROMPT_CACHING_5M = '1';
   if (engine.bedrock_service_tier !== undefined) env.ANTHROPIC_BEDROCK_SERVICE_TIER = engine.bedrock_service_tier;
   if (engine.enable_powershell_tool === true) env.CLAUDE_CODE_USE_POWERSHELL_TOOL = '1';
+
+  // on_create_command and post_create belong to a session's first start: new and throw-away sessions.
+  const hooks = hooksScript(options.lifecycle, session.kind === 'new' || session.kind === 'ephemeral');
+  if (hooks !== undefined && options.lifecycle) {
+    inputFiles['hooks.sh'] = hooks;
+    env.BERTH_HOOKS_TIMEOUT = String(Math.max(1, Math.ceil(options.lifecycle.timeoutMs / 1000)));
+  }
 
   return { command: ['/bin/sh', '-c', LAUNCH_SCRIPT, 'berth-launch', ...args], env, inputFiles };
 }

@@ -113,3 +113,17 @@ test('session kinds map to the engine\'s session flags', () => {
   const ephemeral = invoke({}, { kind: 'ephemeral', sessionId: SESSION }).argv;
   assert.ok(ephemeral.includes('--no-session-persistence'));
 });
+
+test('lifecycle hooks become a script of shell-escaped commands, create hooks only on a first start', async () => {
+  const { hooksScript, shellQuote } = await import('../../src/engine/command.js');
+  const lifecycle = { onCreate: ['echo', "it's $(id)"], postCreate: ['touch', '/tmp/created'], postStart: ['echo', 'start'], timeoutMs: 90_500 };
+  assert.equal(shellQuote("it's $(id)"), `'it'\\''s $(id)'`);
+  assert.equal(hooksScript(lifecycle, true), `'echo' 'it'\\''s $(id)'\n'touch' '/tmp/created'\n'echo' 'start'\n`);
+  assert.equal(hooksScript(lifecycle, false), `'echo' 'start'\n`);
+  assert.equal(hooksScript({ onCreate: [], postCreate: [], postStart: [], timeoutMs: 1000 }, true), undefined);
+  const fresh = buildEngineInvocation({ engine: {}, session: { kind: 'new', sessionId: SESSION }, prompt: 'p', modelBaseUrl: 'u', offlineModel: false, lifecycle });
+  assert.equal(fresh.env.BERTH_HOOKS_TIMEOUT, '91');
+  assert.ok(fresh.inputFiles['hooks.sh']!.includes('/tmp/created'));
+  const resumed = buildEngineInvocation({ engine: {}, session: { kind: 'resume', sessionId: SESSION }, prompt: 'p', modelBaseUrl: 'u', offlineModel: false, lifecycle });
+  assert.ok(!resumed.inputFiles['hooks.sh']!.includes('/tmp/created'));
+});

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { RunPlan } from '../run-plan.js';
 import type { ContainerRuntime, ContainerSpec } from '../../runtime/container-runtime.js';
 import { INSTANCE_LABEL, RUN_LABEL } from '../../runtime/container-runtime.js';
-import { buildEngineInvocation } from '../../engine/command.js';
+import { buildEngineInvocation, HOOK_FAILED_EXIT_CODE } from '../../engine/command.js';
 import { ENGINE_CONFIG_DIR, ENGINE_MOUNT, INPUT_DIR_NAME, INPUT_PARENT_DIR, SECRET_ENV_DIR } from '../../engine/layout.js';
 import { LineSplitter, parseEngineLine, type ResultEnvelope } from '../../engine/stream-json.js';
 import type { PreparedSession } from '../sessions/session-store.js';
@@ -51,6 +51,10 @@ export interface ExecutorDependencies {
 
 const SIGNALS: Record<number, string> = { 1: 'SIGHUP', 2: 'SIGINT', 6: 'SIGABRT', 9: 'SIGKILL', 11: 'SIGSEGV', 13: 'SIGPIPE', 15: 'SIGTERM' };
 
+function lastLines(text: string, count: number): string {
+  return text.trim().split('\n').slice(-count).join('\n');
+}
+
 export function signalOfExitCode(exitCode: number): string {
   return exitCode > 128 ? (SIGNALS[exitCode - 128] ?? `SIG${exitCode - 128}`) : '';
 }
@@ -71,6 +75,7 @@ export class RunExecutor {
       prompt: plan.prompt,
       modelBaseUrl: access.baseUrl,
       offlineModel: access.offline,
+      lifecycle: plan.container.lifecycle,
     });
     const spec: ContainerSpec = {
       name: `berth-${runId}`,
@@ -177,7 +182,10 @@ export class RunExecutor {
         };
       }
       if (envelope && !envelope.isError && exit.exitCode === 0) return { kind: 'completed', envelope, rawOutput };
-      const message = envelope?.result || stderr.trim() || `engine exited with code ${exit.exitCode} and no result`;
+      const message =
+        exit.exitCode === HOOK_FAILED_EXIT_CODE && !envelope
+          ? `container.lifecycle: ${lastLines(stderr, 20)}`
+          : envelope?.result || lastLines(stderr, 20) || `engine exited with code ${exit.exitCode} and no result`;
       return { kind: 'failed', message, envelope, rawOutput };
     } catch (error) {
       if (stopReason === 'cancelled' || signal.aborted) {

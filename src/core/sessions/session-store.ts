@@ -140,8 +140,9 @@ export class SessionStore {
       const dir = join(this.dir, id);
       try {
         if (await pathExists(join(dir, HIDDEN_MARKER))) continue;
-        let lastActivityMs = (await stat(dir)).mtimeMs;
-        for (const file of await transcriptFiles(dir, id)) lastActivityMs = Math.max(lastActivityMs, (await stat(file)).mtimeMs);
+        const files = await transcriptFiles(dir, id);
+        let lastActivityMs = files.length === 0 ? (await stat(dir)).mtimeMs : 0;
+        for (const file of files) lastActivityMs = Math.max(lastActivityMs, (await stat(file)).mtimeMs);
         sessions.push({ id, dir, lastActivityMs });
       } catch (error) {
         // Deleted while being listed.

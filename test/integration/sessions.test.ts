@@ -1,0 +1,216 @@
+// Sessions end to end: real Podman, the real engine image and the embedded offline model. Every run
+// resumes, forks or continues the engine's own session files, and /sessions reads them back.
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, afterEach, before, describe, it } from 'node:test';
+import { startTestBerth, type TestBerth } from '../support/berth.js';
+import { transcriptFiles } from '../../src/engine/transcript.js';
+
+const MAX_PAGE = 100;
+let t: TestBerth;
+
+before(async () => {
+  t = await startTestBerth({ SERVICE_SESSIONS_MAX_PAGE_SIZE: String(MAX_PAGE) });
+});
+afterEach(async () => {
+  assert.deepEqual(await t.leftovers(), []);
+});
+after(async () => {
+  await t?.stop();
+});
+
+interface RunBody {
+  prompt: string;
+  workdir?: string;
+  engine?: Record<string, unknown>;
+}
+
+async function run(body: RunBody): Promise<{ session_id: string; output: string; usage?: { token_usage: Record<string, number> } }> {
+  const response = await t.request('POST', '/run', body);
+  assert.equal(response.status, 200, JSON.stringify(response.body));
+  return response.body;
+}
+
+async function messages(sessionId: string, query = ''): Promise<{ messages: { id: string; role: string; content: string }[]; total: number }> {
+  const response = await t.request('GET', `/sessions/${sessionId}/messages${query}`);
+  assert.equal(response.status, 200, JSON.stringify(response.body));
+  return response.body;
+}
+
+const sessionsDir = () => t.config.agent.sessionsDir;
+
+describe('resume', () => {
+  it('continues the conversation in a fresh container: recall lists both earlier prompts', async () => {
+    const first = await run({ prompt: 'say: the lighthouse' });
+    const second = await run({ prompt: 'say: the harbour', engine: { session_id: first.session_id, resume: true } });
+    assert.equal(second.session_id, first.session_id);
+    const third = await run({ prompt: 'recall:', engine: { session_id: first.session_id, resume: true } });
+    assert.equal(third.output, 'say: the lighthouse\nsay: the harbour');
+  });
+
+  it('counts usage cumulatively for the session', async () => {
+    const first = await run({ prompt: 'say: one' });
+    const second = await run({ prompt: 'say: two', engine: { session_id: first.session_id, resume: true } });
+    const before = first.usage!.token_usage;
+    const after = second.usage!.token_usage;
+    assert.ok(after.input_tokens > before.input_tokens, `input ${after.input_tokens} ≤ ${before.input_tokens}`);
+    assert.ok(after.output_tokens > before.output_tokens, `output ${after.output_tokens} ≤ ${before.output_tokens}`);
+  });
+
+  it('of a session that does not exist is a 404', async () => {
+    const response = await t.request('POST', '/run', { prompt: 'hi', engine: { session_id: 'dddddddd-0000-4000-8000-000000000000', resume: true } });
+    assert.equal(response.status, 404);
+  });
+});
+
+describe('titles', () => {
+  it('come from the first prompt, through the engine\'s prompt-submit hook', async () => {
+    const { session_id } = await run({ prompt: 'Summarise the quarterly numbers for the board meeting next week please\nsay: ok' });
+    const listed = (await t.request('GET', '/sessions')).body.sessions.find((s: { id: string }) => s.id === session_id);
+    assert.deepEqual(listed, { id: session_id, title: 'Summarise the quarterly numbers for the board meeting next…' });
+    // The engine wrote the record itself: Berth only read it back.
+    const [file] = await transcriptFiles(join(sessionsDir(), session_id), session_id);
+    assert.match(readFileSync(file!, 'utf8'), /"type":"custom-title","customTitle":"Summarise the quarterly/);
+  });
+});
+
+describe('fork', () => {
+  it('branches into a new session and leaves the original unchanged', async () => {
+    const original = await run({ prompt: 'say: trunk' });
+    const before = await messages(original.session_id);
+    const fork = await run({ prompt: 'say: branch', engine: { session_id: original.session_id, fork_session: true } });
+    assert.notEqual(fork.session_id, original.session_id);
+
+    const afterFork = await messages(original.session_id);
+    assert.equal(afterFork.total, before.total);
+    assert.deepEqual(afterFork.messages, before.messages);
+    const forked = await messages(fork.session_id);
+    assert.equal(forked.total, before.total + 2);
+    assert.deepEqual(forked.messages.slice(0, before.total), before.messages);
+    assert.equal(forked.messages.at(-2)?.content, 'say: branch');
+    const recall = await run({ prompt: 'recall:', engine: { session_id: fork.session_id, resume: true } });
+    assert.equal(recall.output, 'say: trunk\nsay: branch');
+  });
+});
+
+describe('continue', () => {
+  it('picks the most recent session of the same workdir', async () => {
+    await run({ prompt: 'say: older in one', workdir: '/work/one' });
+    const latest = await run({ prompt: 'say: newer in one', workdir: '/work/one' });
+    await run({ prompt: 'say: only in two', workdir: '/work/two' });
+    const continued = await run({ prompt: 'recall:', workdir: '/work/one', engine: { continue: true } });
+    assert.equal(continued.session_id, latest.session_id);
+    assert.equal(continued.output, 'say: newer in one');
+  });
+});
+
+describe('no_persistence', () => {
+  it('leaves nothing behind and lists nothing', async () => {
+    const listedBefore = (await t.request('GET', '/sessions')).body.sessions.length;
+    const { session_id } = await run({ prompt: 'say: forget me', engine: { no_persistence: true } });
+    assert.equal(existsSync(join(sessionsDir(), session_id)), false);
+    assert.deepEqual(readdirSync(join(sessionsDir(), '.ephemeral')), []);
+    const listed = (await t.request('GET', '/sessions')).body.sessions;
+    assert.equal(listed.length, listedBefore);
+    assert.ok(!listed.some((s: { id: string }) => s.id === session_id));
+    assert.equal((await t.request('GET', `/sessions/${session_id}/messages`)).status, 404);
+  });
+});
+
+describe('messages', () => {
+  it('page through a 120-message session returning every message exactly once', async () => {
+    // Each prompt: itself, 19 tool calls and their results, and the answer = 40 messages.
+    const turn = (n: number) => Array.from({ length: 19 }, (_, i) => `run: echo turn-${n}-step-${i}`).join('\n');
+    const { session_id } = await run({ prompt: turn(0) });
+    await run({ prompt: turn(1), engine: { session_id, resume: true } });
+    await run({ prompt: turn(2), engine: { session_id, resume: true } });
+
+    const whole = await messages(session_id, `?limit=${MAX_PAGE}`);
+    assert.equal(whole.total, 120);
+    assert.equal(whole.messages.length, MAX_PAGE, 'a page is at most the configured maximum');
+    const seen: string[] = [];
+    for (let offset = 0; offset < 130; offset += 7) {
+      const page = await messages(session_id, `?limit=7&offset=${offset}`);
+      assert.equal(page.total, 120);
+      seen.push(...page.messages.map((m) => m.id));
+    }
+    assert.equal(seen.length, 120);
+    assert.equal(new Set(seen).size, 120);
+    assert.deepEqual(seen.slice(0, MAX_PAGE), whole.messages.map((m) => m.id));
+
+    const rest = await messages(session_id, `?offset=${MAX_PAGE}`);
+    const all = [...whole.messages, ...rest.messages];
+    assert.equal(all[0]?.content, turn(0));
+    assert.equal(all[1]?.content, '[tool call Bash] {"command":"echo turn-0-step-0","description":"offline model run"}');
+    assert.equal(all[2]?.content, '[tool result] turn-0-step-0');
+    assert.equal(all[40]?.content, turn(1));
+    assert.deepEqual(all.map((m) => m.role), Array.from({ length: 120 }, (_, i) => (i % 2 === 1 ? 'assistant' : 'user')));
+  });
+
+  it('one message by id, and 404 for an unknown one', async () => {
+    const { session_id } = await run({ prompt: 'say: single' });
+    const listed = await messages(session_id);
+    const answer = listed.messages[1]!;
+    const response = await t.request('GET', `/sessions/${session_id}/messages/${answer.id}`);
+    assert.deepEqual(response, { ...response, status: 200, body: { id: answer.id, role: 'assistant', content: 'single' } });
+    assert.equal((await t.request('GET', `/sessions/${session_id}/messages/eeeeeeee-0000-4000-8000-000000000000`)).status, 404);
+  });
+});
+
+describe('delete', () => {
+  it('removes the session, then answers 404', async () => {
+    const { session_id } = await run({ prompt: 'say: doomed' });
+    const deleted = await t.request('DELETE', `/sessions/${session_id}`);
+    assert.deepEqual(deleted.body, { success: true, session_id });
+    assert.equal(existsSync(join(sessionsDir(), session_id)), false);
+    assert.equal((await t.request('GET', `/sessions/${session_id}/messages`)).status, 404);
+    assert.equal((await t.request('DELETE', `/sessions/${session_id}`)).status, 404);
+    assert.ok(!(await t.request('GET', '/sessions')).body.sessions.some((s: { id: string }) => s.id === session_id));
+  });
+
+  it('is refused with 409 while a run uses the session', async () => {
+    const { session_id } = await run({ prompt: 'say: busy soon' });
+    const running = run({ prompt: 'sleep: 4000\nsay: still here', engine: { session_id, resume: true } });
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    assert.equal((await t.request('DELETE', `/sessions/${session_id}`)).status, 409);
+    await running;
+    assert.equal((await t.request('DELETE', `/sessions/${session_id}`)).status, 200);
+  });
+});
+
+describe('concurrent resumes', () => {
+  it('do not corrupt the session: one waits its turn with 409, the transcript holds every accepted turn', async () => {
+    const { session_id } = await run({ prompt: 'say: base' });
+    const prompts = ['slow: 50\nsay: first racer', 'slow: 50\nsay: second racer'];
+    const responses = await Promise.all(prompts.map((prompt) => t.request('POST', '/run', { prompt, engine: { session_id, resume: true } })));
+    const statuses = responses.map((r) => r.status).sort();
+    assert.ok(statuses.every((s) => s === 200 || s === 409), JSON.stringify(responses.map((r) => r.body)));
+    assert.ok(statuses.includes(200));
+    if (statuses.includes(409)) assert.match(responses.find((r) => r.status === 409)!.body.error, /in use by another run/);
+
+    const [file] = await transcriptFiles(join(sessionsDir(), session_id), session_id);
+    for (const line of readFileSync(file!, 'utf8').split('\n').filter((l) => l !== '')) JSON.parse(line);
+    const contents = (await messages(session_id)).messages.map((m) => m.content);
+    const accepted = prompts.filter((_, i) => responses[i]!.status === 200);
+    assert.deepEqual(contents.filter((c) => c.startsWith('slow:')), accepted);
+    assert.equal(contents.length, 2 + 2 * accepted.length);
+  });
+});
+
+describe('session ids', () => {
+  it('like ../../etc are a 400 and touch no file', async () => {
+    const before = readdirSync(sessionsDir(), { recursive: true }).sort();
+    for (const [method, path] of [
+      ['GET', '/sessions/..%2F..%2Fetc/messages'],
+      ['GET', '/sessions/..%2F..%2Fetc/messages/x'],
+      ['DELETE', '/sessions/..%2F..%2Fetc'],
+    ] as const) {
+      const response = await t.request(method, path);
+      assert.equal(response.status, 400, `${method} ${path}`);
+    }
+    const resumed = await t.request('POST', '/run', { prompt: 'hi', engine: { session_id: '../../etc', resume: true } });
+    assert.equal(resumed.status, 400);
+    assert.deepEqual(readdirSync(sessionsDir(), { recursive: true }).sort(), before);
+  });
+});

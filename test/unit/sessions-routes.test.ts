@@ -1,0 +1,111 @@
+// The /sessions routes over HTTP (Fastify inject), with the real store on a temporary directory:
+// query and path validation, response shapes, status codes.
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { registerErrorHandler } from '../../src/http/error-handler.js';
+import { createValidatorCompiler } from '../../src/http/validators.js';
+import { ErrorBodySchema } from '../../src/http/schemas.js';
+import { registerSessionRoutes } from '../../src/http/routes/sessions.js';
+import { SessionStore } from '../../src/core/sessions/session-store.js';
+import { SessionService } from '../../src/core/sessions/session-service.js';
+
+const ID = 'aaaaaaaa-0000-4000-8000-000000000001';
+let root: string;
+let app: FastifyInstance;
+
+before(async () => {
+  root = mkdtempSync(join(tmpdir(), 'berth-session-routes-'));
+  const store = new SessionStore(join(root, 'sessions'), join(root, 'sessions'));
+  await store.init();
+  const project = join(store.dir, ID, 'projects', '-workspace');
+  mkdirSync(project, { recursive: true });
+  const lines = [
+    { type: 'custom-title', customTitle: 'A title' },
+    { type: 'user', uuid: '10000000-0000-4000-8000-000000000000', message: { role: 'user', content: 'hello' } },
+    { type: 'assistant', uuid: '20000000-0000-4000-8000-000000000000', message: { id: 'm', role: 'assistant', content: [{ type: 'text', text: 'hi' }] } },
+  ];
+  writeFileSync(join(project, `${ID}.jsonl`), lines.map((l) => JSON.stringify(l)).join('\n'));
+  app = Fastify();
+  app.setValidatorCompiler(createValidatorCompiler());
+  registerErrorHandler(app);
+  app.addSchema(ErrorBodySchema);
+  registerSessionRoutes(app, { sessions: new SessionService({ store, maxPageSize: 100 }) });
+  await app.ready();
+});
+after(async () => {
+  await app.close();
+  rmSync(root, { recursive: true, force: true });
+});
+
+async function get(url: string) {
+  const response = await app.inject({ method: 'GET', url });
+  return { status: response.statusCode, body: response.json() };
+}
+
+describe('GET /sessions', () => {
+  it('lists id and title', async () => {
+    assert.deepEqual(await get('/sessions'), { status: 200, body: { sessions: [{ id: ID, title: 'A title' }] } });
+  });
+});
+
+describe('GET /sessions/:id/messages', () => {
+  it('answers messages with ids, the total and the page applied', async () => {
+    const { status, body } = await get(`/sessions/${ID}/messages?limit=1&offset=1`);
+    assert.equal(status, 200);
+    assert.deepEqual(body, { messages: [{ id: '20000000-0000-4000-8000-000000000000', role: 'assistant', content: 'hi' }], total: 2, limit: 1, offset: 1 });
+  });
+
+  it('clamps a limit above the maximum', async () => {
+    assert.equal((await get(`/sessions/${ID}/messages?limit=5000`)).body.limit, 100);
+  });
+
+  for (const query of ['limit=-1', 'offset=-1', 'limit=1.5', 'offset=0.5', 'limit=abc', 'offset=', 'offset=1e999']) {
+    it(`refuses ?${query} with 400`, async () => {
+      const { status, body } = await get(`/sessions/${ID}/messages?${query}`);
+      assert.equal(status, 400);
+      assert.equal(body.status, 'error');
+    });
+  }
+
+  it('refuses a session id that is not a UUID with 400, without touching files', async () => {
+    const before = readdirSync(root, { recursive: true });
+    const { status, body } = await get('/sessions/..%2F..%2Fetc/messages');
+    assert.equal(status, 400);
+    assert.match(body.error, /not a UUID/);
+    assert.deepEqual(readdirSync(root, { recursive: true }), before);
+  });
+
+  it('answers 404 for an unknown session', async () => {
+    assert.equal((await get('/sessions/bbbbbbbb-0000-4000-8000-000000000002/messages')).status, 404);
+  });
+});
+
+describe('GET /sessions/:id/messages/:message_id', () => {
+  it('answers one message', async () => {
+    assert.deepEqual(await get(`/sessions/${ID}/messages/10000000-0000-4000-8000-000000000000`), {
+      status: 200,
+      body: { id: '10000000-0000-4000-8000-000000000000', role: 'user', content: 'hello' },
+    });
+  });
+
+  it('answers 404 for an unknown message', async () => {
+    assert.equal((await get(`/sessions/${ID}/messages/30000000-0000-4000-8000-000000000000`)).status, 404);
+  });
+});
+
+describe('DELETE /sessions/:id', () => {
+  it('refuses a session id that is not a UUID with 400', async () => {
+    const response = await app.inject({ method: 'DELETE', url: '/sessions/..%2F..%2Fetc' });
+    assert.equal(response.statusCode, 400);
+  });
+
+  it('deletes, then answers 404', async () => {
+    const first = await app.inject({ method: 'DELETE', url: `/sessions/${ID}` });
+    assert.deepEqual({ status: first.statusCode, body: first.json() }, { status: 200, body: { success: true, session_id: ID } });
+    assert.equal((await app.inject({ method: 'DELETE', url: `/sessions/${ID}` })).statusCode, 404);
+  });
+});

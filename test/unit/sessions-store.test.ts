@@ -1,0 +1,296 @@
+// The session store and service on a temporary directory, with transcripts written the way the engine
+// writes them: ids checked before any path is built, busy locks, listing, paging, deletion.
+import assert from 'node:assert/strict';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import { BerthError } from '../../src/errors.js';
+import { HIDDEN_MARKER, projectDirName, SessionStore } from '../../src/core/sessions/session-store.js';
+import { SessionService } from '../../src/core/sessions/session-service.js';
+
+const SAMPLE = join(import.meta.dirname, '../fixtures/engine-session-tooluse.jsonl');
+const A = 'aaaaaaaa-0000-4000-8000-000000000001';
+const B = 'bbbbbbbb-0000-4000-8000-000000000002';
+const C = 'cccccccc-0000-4000-8000-000000000003';
+
+let root: string;
+let store: SessionStore;
+let service: SessionService;
+
+beforeEach(async () => {
+  root = mkdtempSync(join(tmpdir(), 'berth-sessions-'));
+  store = new SessionStore(join(root, 'sessions'), '/host/sessions');
+  await store.init();
+  service = new SessionService({ store, maxPageSize: 10 });
+});
+afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+function status(code: number, pattern?: RegExp) {
+  return (error: unknown) => error instanceof BerthError && error.status === code && (pattern === undefined || pattern.test(error.message));
+}
+
+/** A session directory with a transcript, as the engine leaves it. */
+function writeSession(id: string, lines: readonly object[], options: { workdir?: string; mtime?: number } = {}): string {
+  const project = join(store.dir, id, 'projects', projectDirName(options.workdir ?? '/workspace'));
+  mkdirSync(project, { recursive: true });
+  const file = join(project, `${id}.jsonl`);
+  writeFileSync(file, lines.map((line) => JSON.stringify(line)).join('\n') + '\n');
+  if (options.mtime !== undefined) utimesSync(file, options.mtime, options.mtime);
+  return file;
+}
+
+function conversation(turns: number): object[] {
+  const lines: object[] = [];
+  for (let turn = 0; turn < turns; turn++) {
+    lines.push({ type: 'user', uuid: `00000000-0000-4000-8000-${String(turn * 2).padStart(12, '0')}`, message: { role: 'user', content: `prompt ${turn}` } });
+    lines.push({
+      type: 'assistant',
+      uuid: `00000000-0000-4000-8000-${String(turn * 2 + 1).padStart(12, '0')}`,
+      message: { id: `msg_${turn}`, role: 'assistant', content: [{ type: 'text', text: `answer ${turn}` }] },
+    });
+  }
+  return lines;
+}
+
+function tree(dir: string): string[] {
+  return readdirSync(dir, { recursive: true }).map(String).sort();
+}
+
+describe('session ids', () => {
+  const bad = ['../../etc', '..', 'aaaaaaaa-0000-4000-8000-00000000000/', `${A}/../${B}`, '', 'not-a-uuid', `${A}\0`];
+  for (const id of bad) {
+    it(`refuses ${JSON.stringify(id)} with 400 before touching any file`, async () => {
+      writeSession(A, conversation(1));
+      const before = tree(root);
+      await assert.rejects(service.messages(id), status(400, /is not a UUID/));
+      await assert.rejects(service.message(id, 'x'), status(400));
+      await assert.rejects(service.delete(id), status(400));
+      await assert.rejects(store.prepare({ kind: 'resume', sessionId: id }, '/workspace'), status(400));
+      await assert.rejects(store.prepare({ kind: 'fork', fromSessionId: id }, '/workspace'), status(400));
+      assert.deepEqual(tree(root), before);
+    });
+  }
+
+  it('accepts upper-case UUIDs as the same session', async () => {
+    writeSession(A, conversation(1));
+    assert.equal((await service.messages(A.toUpperCase())).total, 2);
+  });
+});
+
+describe('listing', () => {
+  it('lists sessions most recently active first, with titles', async () => {
+    writeSession(A, [{ type: 'custom-title', customTitle: 'older' }, ...conversation(1)], { mtime: 1_000 });
+    writeSession(B, conversation(1), { mtime: 3_000 });
+    writeSession(C, [...conversation(1), { type: 'custom-title', customTitle: 'middle' }], { mtime: 2_000 });
+    assert.deepEqual(await service.list(), [
+      { id: B, title: '' },
+      { id: C, title: 'middle' },
+      { id: A, title: 'older' },
+    ]);
+  });
+
+  it('reads a changed title again', async () => {
+    const file = writeSession(A, [{ type: 'custom-title', customTitle: 'one' }], { mtime: 1_000 });
+    assert.equal((await service.list())[0]?.title, 'one');
+    writeFileSync(file, JSON.stringify({ type: 'custom-title', customTitle: 'two' }) + '\n');
+    assert.equal((await service.list())[0]?.title, 'two');
+  });
+
+  it('leaves out persistent agents\' sessions, ephemeral runs and stray entries', async () => {
+    writeSession(A, conversation(1));
+    writeSession(B, conversation(1));
+    await store.hide(B);
+    mkdirSync(join(store.dir, 'not-a-session'));
+    writeFileSync(join(store.dir, C), 'a file, not a directory');
+    const ephemeral = await store.prepare({ kind: 'ephemeral' }, '/workspace');
+    assert.deepEqual((await service.list()).map((s) => s.id), [A]);
+    await ephemeral.release();
+  });
+
+  it('serves no transcript of a persistent agent\'s session', async () => {
+    writeSession(A, conversation(1));
+    await store.hide(A);
+    await assert.rejects(service.messages(A), status(404));
+  });
+});
+
+describe('messages', () => {
+  it('pages through every message exactly once', async () => {
+    writeSession(A, conversation(12));
+    const seen: string[] = [];
+    for (let offset = 0; ; offset += 5) {
+      const page = await service.messages(A, { limit: 5, offset });
+      assert.equal(page.total, 24);
+      if (page.messages.length === 0) break;
+      seen.push(...page.messages.map((m) => m.content));
+    }
+    assert.equal(seen.length, 24);
+    assert.deepEqual(seen.slice(0, 3), ['prompt 0', 'answer 0', 'prompt 1']);
+    assert.equal(new Set(seen).size, 24);
+  });
+
+  it('defaults to 50 from the start, clamped to the maximum page size', async () => {
+    writeSession(A, conversation(12));
+    const page = await service.messages(A);
+    assert.equal(page.messages.length, 10);
+    assert.equal(page.limit, 10);
+    assert.equal(page.offset, 0);
+    assert.equal((await service.messages(A, { limit: 1000 })).messages.length, 10);
+  });
+
+  it('answers an empty page past the end, with the total', async () => {
+    writeSession(A, conversation(2));
+    assert.deepEqual(await service.messages(A, { offset: 10 }), { messages: [], total: 4, limit: 10, offset: 10 });
+  });
+
+  it('refuses a negative or fractional limit or offset with 400', async () => {
+    writeSession(A, conversation(1));
+    await assert.rejects(service.messages(A, { limit: -1 }), status(400));
+    await assert.rejects(service.messages(A, { offset: -1 }), status(400));
+    await assert.rejects(service.messages(A, { limit: 1.5 }), status(400));
+  });
+
+  it('reads the real engine transcript', async () => {
+    mkdirSync(join(store.dir, A, 'projects', '-workspace'), { recursive: true });
+    copyFileSync(SAMPLE, join(store.dir, A, 'projects', '-workspace', `${A}.jsonl`));
+    const page = await service.messages(A);
+    assert.equal(page.total, 4);
+    assert.equal(page.messages[2]?.content, '[tool result] hello-from-bash');
+  });
+
+  it('finds one message by id', async () => {
+    writeSession(A, conversation(2));
+    const all = (await service.messages(A)).messages;
+    assert.deepEqual(await service.message(A, all[3]!.id), all[3]);
+  });
+
+  it('answers 404 for an unknown message or session', async () => {
+    writeSession(A, conversation(1));
+    await assert.rejects(service.message(A, 'ffffffff-0000-4000-8000-000000000000'), status(404, /message .* not found/));
+    await assert.rejects(service.messages(B), status(404, /session .* not found/));
+    await assert.rejects(service.message(B, 'x'), status(404));
+  });
+
+  it('of a session whose run has not written a transcript yet: none', async () => {
+    mkdirSync(join(store.dir, A));
+    assert.deepEqual(await service.messages(A), { messages: [], total: 0, limit: 10, offset: 0 });
+  });
+});
+
+describe('deleting', () => {
+  it('removes the directory and answers with the id', async () => {
+    writeSession(A, conversation(1));
+    assert.deepEqual(await service.delete(A), { success: true, session_id: A });
+    assert.equal(existsSync(join(store.dir, A)), false);
+    await assert.rejects(service.messages(A), status(404));
+  });
+
+  it('answers 404 for an unknown session', async () => {
+    await assert.rejects(service.delete(A), status(404));
+  });
+
+  it('is refused with 409 while a run holds the session', async () => {
+    writeSession(A, conversation(1));
+    const run = await store.prepare({ kind: 'resume', sessionId: A }, '/workspace');
+    await assert.rejects(service.delete(A), status(409));
+    await run.release();
+    await service.delete(A);
+  });
+
+  it('calls the teardown before removing', async () => {
+    writeSession(A, conversation(1));
+    const torn: string[] = [];
+    const withTeardown = new SessionService({ store, maxPageSize: 10, teardown: async (id) => void torn.push(id) });
+    await withTeardown.delete(A);
+    assert.deepEqual(torn, [A]);
+  });
+});
+
+describe('runs taking sessions', () => {
+  it('refuses a second run on a busy session with 409 until the first releases it', async () => {
+    writeSession(A, conversation(1));
+    const first = await store.prepare({ kind: 'resume', sessionId: A }, '/workspace');
+    await assert.rejects(store.prepare({ kind: 'resume', sessionId: A }, '/workspace'), status(409));
+    await first.release();
+    await (await store.prepare({ kind: 'resume', sessionId: A }, '/workspace')).release();
+  });
+
+  it('answers 404 for resuming or forking a session that does not exist', async () => {
+    await assert.rejects(store.prepare({ kind: 'resume', sessionId: A }, '/workspace'), status(404));
+    await assert.rejects(store.prepare({ kind: 'fork', fromSessionId: A }, '/workspace'), status(404));
+    assert.equal(store.isBusy(A), false);
+  });
+
+  it('mounts the session directory under the host path', async () => {
+    const run = await store.prepare({ kind: 'new' }, '/workspace', A);
+    assert.equal(run.mountPath, `/host/sessions/${A}`);
+    assert.deepEqual(run.engineSession, { kind: 'new', sessionId: A });
+    await run.release();
+  });
+
+  it('removes a new session again when its run wrote no transcript', async () => {
+    const run = await store.prepare({ kind: 'new' }, '/workspace', A);
+    assert.ok(existsSync(join(store.dir, A)));
+    await run.release();
+    assert.equal(existsSync(join(store.dir, A)), false);
+  });
+
+  it('keeps a new session whose run wrote a transcript', async () => {
+    const run = await store.prepare({ kind: 'new' }, '/workspace', A);
+    writeSession(A, conversation(1));
+    await run.release();
+    assert.equal((await service.messages(A)).total, 2);
+  });
+
+  it('forks into a copy, leaving the original untouched and dropping its transcript from the copy', async () => {
+    writeSession(A, [{ type: 'custom-title', customTitle: 't' }, ...conversation(1)]);
+    const before = tree(join(store.dir, A));
+    const run = await store.prepare({ kind: 'fork', fromSessionId: A }, '/workspace', B);
+    assert.deepEqual(run.engineSession, { kind: 'fork', fromSessionId: A, sessionId: B });
+    assert.ok(existsSync(join(store.dir, B, 'projects', '-workspace', `${A}.jsonl`)), 'the engine needs the original to fork from');
+    writeSession(B, conversation(2)); // what the engine writes for the fork
+    await run.release();
+    assert.deepEqual(tree(join(store.dir, A)), before);
+    assert.equal(existsSync(join(store.dir, B, 'projects', '-workspace', `${A}.jsonl`)), false);
+    assert.equal((await service.messages(B)).total, 4);
+  });
+
+  it('continues the session of the workdir written last, or starts a new one', async () => {
+    writeSession(A, conversation(1), { workdir: '/work/one', mtime: 1_000 });
+    writeSession(B, conversation(1), { workdir: '/work/one', mtime: 2_000 });
+    writeSession(C, conversation(1), { workdir: '/work/two', mtime: 3_000 });
+    const run = await store.prepare({ kind: 'continue' }, '/work/one');
+    assert.deepEqual(run.engineSession, { kind: 'resume', sessionId: B });
+    await run.release();
+    const fresh = await store.prepare({ kind: 'continue' }, '/work/three');
+    assert.equal(fresh.engineSession.kind, 'new');
+    await fresh.release();
+  });
+
+  it('does not continue a persistent agent\'s session', async () => {
+    writeSession(A, conversation(1), { workdir: '/work/one' });
+    await store.hide(A);
+    const run = await store.prepare({ kind: 'continue' }, '/work/one');
+    assert.equal(run.engineSession.kind, 'new');
+    await run.release();
+  });
+
+  it('leaves nothing behind for an ephemeral run', async () => {
+    const run = await store.prepare({ kind: 'ephemeral' }, '/workspace');
+    assert.equal(run.persistent, false);
+    writeFileSync(join(store.dir, '.ephemeral', run.sessionId, '.claude.json'), '{}');
+    await run.release();
+    assert.deepEqual(readdirSync(join(store.dir, '.ephemeral')), []);
+    assert.equal(existsSync(join(store.dir, run.sessionId)), false);
+  });
+
+  it('does not copy the hidden marker into a fork', async () => {
+    writeSession(A, conversation(1));
+    writeFileSync(join(store.dir, A, HIDDEN_MARKER), '');
+    const run = await store.prepare({ kind: 'fork', fromSessionId: A }, '/workspace', B);
+    writeSession(B, conversation(1));
+    await run.release();
+    assert.deepEqual((await service.list()).map((s) => s.id), [B]);
+  });
+});
