@@ -66,12 +66,11 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     const sessions = new SessionStore(config.agent.sessionsDir, config.agent.sessionsHostDir);
     await sessions.init();
 
-    const instanceSuffix = `${config.instanceName}-${randomBytes(3).toString('hex')}`;
     const engineAccess = new EngineAccess(
       config,
       runtime,
       (apiKey) => startOfflineModel({ host: '0.0.0.0', port: config.engine.offlineModelPort, apiKey }),
-      instanceSuffix,
+      config.instanceName,
     );
     cleanups.push(() => engineAccess.close());
     const access = await engineAccess.init();

@@ -44,7 +44,7 @@ export class EngineAccess {
     private readonly config: Config,
     private readonly runtime: ContainerRuntime,
     private readonly startOfflineModel: StartOfflineModel,
-    private readonly instanceId: string,
+    private readonly instanceName: string,
   ) {
     this.state = this.notConfigured('not initialised');
   }
@@ -69,8 +69,12 @@ export class EngineAccess {
     } else if (engine.offlineModel) {
       const key = `offline-${randomBytes(24).toString('hex')}`;
       this.offlineModel = await this.startOfflineModel(key);
-      this.ownedSecret = `berth-offline-model-key-${this.instanceId}`;
-      await this.runtime.removeSecret(this.ownedSecret);
+      // A key secret left by a killed process of this instance is worthless (its model is gone): remove it.
+      const prefix = `berth-offline-model-key-${this.instanceName}-`;
+      for (const name of await this.runtime.listSecrets()) {
+        if (name.startsWith(prefix)) await this.runtime.removeSecret(name);
+      }
+      this.ownedSecret = `${prefix}${randomBytes(4).toString('hex')}`;
       await this.runtime.createSecret(this.ownedSecret, key);
       this.state = {
         mode: 'offline-model', baseUrl: `http://${HOST_FROM_CONTAINER}:${this.offlineModel.port}`, secretName: this.ownedSecret,

@@ -1,7 +1,7 @@
 // When SERVICE_PODMAN_SOCKET is unset Berth runs `podman system service` on a socket of its own,
 // so it never depends on (or disturbs) a system-wide Podman service, and stops it on exit.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PodmanClient } from './client.js';
@@ -16,11 +16,18 @@ export interface PodmanService {
 export async function startPodmanService(runDir: string, log: (message: string) => void): Promise<PodmanService> {
   await mkdir(runDir, { recursive: true, mode: 0o700 });
   const socketPath = join(runDir, 'podman.sock');
+  const pidFile = join(runDir, 'podman.pid');
+  await stopStaleService(pidFile, socketPath);
   await rm(socketPath, { force: true });
+  // Its own process group: Ctrl-C on Berth's terminal must not kill Podman before Berth has removed its
+  // containers and secrets through it. Berth stops it last; a stale one is stopped at the next start.
   const child: ChildProcess = spawn('podman', ['system', 'service', '--time=0', `unix://${socketPath}`], {
     env: { ...process.env, CONTAINERS_CONF: process.env.CONTAINERS_CONF ?? PROJECT_CONTAINERS_CONF },
     stdio: ['ignore', 'ignore', 'pipe'],
+    detached: true,
   });
+  child.unref();
+  if (child.pid !== undefined) await writeFile(pidFile, String(child.pid));
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4000);
@@ -61,6 +68,24 @@ export async function startPodmanService(runDir: string, log: (message: string) 
         clearTimeout(timer);
       }
       await rm(socketPath, { force: true });
+      await rm(pidFile, { force: true });
     },
   };
+}
+
+/** A service left by a Berth that was killed (SIGKILL) would otherwise live forever (--time=0). */
+async function stopStaleService(pidFile: string, socketPath: string): Promise<void> {
+  let pid: number;
+  try {
+    pid = Number(await readFile(pidFile, 'utf8'));
+  } catch {
+    return;
+  }
+  try {
+    const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8');
+    if (cmdline.includes('system') && cmdline.includes(socketPath)) process.kill(pid, 'SIGTERM');
+  } catch {
+    // Already gone.
+  }
+  await rm(pidFile, { force: true });
 }
