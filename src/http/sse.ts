@@ -54,6 +54,11 @@ export async function streamEvents(reply: FastifyReply, options: SseOptions, pro
   res.on('close', onClose);
   // A write racing the disconnect must not become an unhandled 'error' event.
   res.on('error', onClose);
+  // The client may have left while the request was being validated, before there was a listener.
+  if (res.destroyed || !res.socket || res.socket.destroyed) {
+    open = false;
+    controller.abort();
+  }
 
   reply.hijack();
   options.subscribers?.inc();

@@ -57,7 +57,7 @@ describe('the title hook', () => {
   for (const title of awkward) {
     it(`prints the engine's hook answer for ${JSON.stringify(title)} with /bin/sh builtins only`, () => {
       writeFileSync(join(dir, TITLE_FILE_NAME), titleHookOutput(title));
-      const output = execFileSync('/bin/sh', ['-c', hookCommand.replaceAll(INPUT_DIR, dir)], { env: { PATH: '' }, input: '{"prompt":"x"}' }).toString();
+      const output = execFileSync('/bin/sh', ['-c', hookCommand.replaceAll(INPUT_DIR, dir)], { env: { PATH: '' }, stdio: ['ignore', 'pipe', 'pipe'] }).toString();
       assert.deepEqual(JSON.parse(output), { hookSpecificOutput: { hookEventName: 'UserPromptSubmit', sessionTitle: title } });
     });
   }

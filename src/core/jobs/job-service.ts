@@ -2,27 +2,22 @@
 // record how it ended, and announce the end by webhook. Every status change is a compare-and-set in the
 // store, so a DELETE racing a job's own end has one winner and the record never says what did not happen.
 //
-//   pending ──start──▶ running ──▶ completed | failed | crashed
-//      │                  │
-//      └──DELETE──▶ cancelled ◀──DELETE──┘        (start-up / stop: pending, running ──▶ crashed)
+//   pending ──slot free──▶ running ──▶ completed | failed | crashed
+//      │                      │
+//      └──────── DELETE ──────┴──▶ cancelled
+//   service stop or start-up after a crash: pending, running ──▶ crashed   (docs/jobs.md)
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { BerthError, errors } from '../../errors.js';
 import type { RunRequest } from '../run-request.js';
-import type { AcceptedRun, RunMode, RunResult } from '../runs/run-service.js';
-import type { RunHooks, RunOutcome } from '../runs/run-executor.js';
-import type { CrashInfo, CrashReason, Job, JobChange, JobStatus, JobStore } from '../../store/jobs/job-store.js';
+import type { AcceptedRun } from '../runs/run-service.js';
+import type { Job, JobChange, JobStatus, JobStore } from '../../store/jobs/job-store.js';
 import type { WebhookSender } from '../webhooks/deliverer.js';
 import { jobFinishedPayload, jobListItem, jobView, type JobListItem, type JobView } from './job-view.js';
 import { RunQueue } from './run-queue.js';
+import { JOB_MESSAGES, outcomeChange, serviceCrash, type JobRunner } from './job-outcome.js';
 
-/** What the job service needs of RunService (a fake in unit tests). */
-export interface JobRunner {
-  accept(request: RunRequest): Promise<AcceptedRun>;
-  execute(accepted: AcceptedRun, mode: RunMode, signal: AbortSignal, hooks?: RunHooks): Promise<RunOutcome>;
-  toResult(accepted: AcceptedRun, outcome: RunOutcome): Promise<RunResult>;
-  crashError(accepted: AcceptedRun, outcome: Extract<RunOutcome, { kind: 'crashed' }>): BerthError;
-}
+export { JOB_MESSAGES, type JobRunner } from './job-outcome.js';
 
 export interface JobServiceDependencies {
   readonly store: JobStore;
@@ -58,19 +53,6 @@ export interface JobListOptions {
 export const JOB_LIST_DEFAULT_LIMIT = 50;
 export const JOB_LIST_MAX_LIMIT = 500;
 
-export const JOB_MESSAGES = {
-  cancelled: 'cancelled by DELETE /jobs/:id',
-  restartedWhileRunning: 'the service restarted while the job was running; its container was removed and the job was not resumed',
-  restartedWhilePending: 'the service restarted before the job started; the job was never run',
-  stoppedWhileRunning: 'the service stopped while the job was running; its container was removed',
-  stoppedWhilePending: 'the service stopped before the job started; the job was never run',
-} as const;
-
-/** crash_info of a job that the service itself cut off; there is no container exit to report. */
-function serviceCrash(reason: Extract<CrashReason, 'service_stop' | 'service_restart'>, partialOutput = '', exitCode = -1, signal = ''): CrashInfo {
-  return { exit_code: exitCode, signal, partial_output: partialOutput, task_completed: false, reason };
-}
-
 interface RunningJob {
   readonly controller: AbortController;
   readonly done: Promise<void>;
@@ -81,8 +63,9 @@ export class JobService {
   /** Accepted runs of queued jobs: their sessions are held until they start or are cancelled. */
   private readonly accepted = new Map<string, AcceptedRun>();
   private readonly running = new Map<string, RunningJob>();
-  /** Job tasks and webhook deliveries in flight; close() waits for them. */
-  private readonly tasks = new Set<Promise<unknown>>();
+  /** Job tasks and webhook deliveries in flight; close() waits for the first, then stops the second. */
+  private readonly jobTasks = new Set<Promise<unknown>>();
+  private readonly deliveryTasks = new Set<Promise<unknown>>();
   private readonly deliveries = new AbortController();
   /** Queued jobs that will never start because the service is stopping; close() marks them crashed. */
   private readonly unstarted: string[] = [];
@@ -139,7 +122,7 @@ export class JobService {
       });
       inserted = true;
       this.accepted.set(id, accepted);
-      this.queue.enqueue(id, () => this.track(this.runJob(id)));
+      this.queue.enqueue(id, () => track(this.jobTasks, this.runJob(id)));
     } catch (error) {
       this.accepted.delete(id);
       await accepted.session.release();
@@ -206,9 +189,9 @@ export class JobService {
       await this.deps.store.transition(id, ['pending'], { status: 'crashed', crashInfo: serviceCrash('service_stop'), error: JOB_MESSAGES.stoppedWhilePending }, at);
     }
     for (const run of this.running.values()) run.controller.abort();
-    await Promise.allSettled([...this.tasks]);
+    await Promise.allSettled([...this.jobTasks]);
     this.deliveries.abort();
-    await Promise.allSettled([...this.tasks]);
+    await Promise.allSettled([...this.deliveryTasks]);
   }
 
   private async runJob(id: string): Promise<void> {
@@ -232,7 +215,7 @@ export class JobService {
       let change: JobChange;
       try {
         const outcome = await this.deps.runs.execute(accepted, 'async', controller.signal);
-        change = await this.outcomeChange(accepted, outcome);
+        change = await outcomeChange(this.deps.runs, accepted, outcome);
       } catch (error) {
         this.deps.log.error({ err: error, jobId: id }, 'job run failed before the engine could finish');
         const message = error instanceof BerthError ? error.message : (error as Error).message;
@@ -242,25 +225,6 @@ export class JobService {
     } finally {
       this.running.delete(id);
       finish();
-    }
-  }
-
-  private async outcomeChange(accepted: AcceptedRun, outcome: RunOutcome): Promise<JobChange> {
-    switch (outcome.kind) {
-      case 'completed': {
-        const result = await this.deps.runs.toResult(accepted, outcome);
-        return { status: 'completed', output: result.output, ...(result.structured_output !== undefined ? { structuredOutput: result.structured_output } : {}) };
-      }
-      case 'failed':
-        return { status: 'failed', output: outcome.envelope?.result ?? '', error: outcome.message };
-      case 'crashed': {
-        const crash = { exit_code: outcome.exitCode, signal: outcome.signal, partial_output: outcome.partialOutput, task_completed: outcome.taskCompleted };
-        // Aborted without a DELETE (a DELETE already made the job cancelled): the service is stopping.
-        if (outcome.reason === 'cancelled') {
-          return { status: 'crashed', crashInfo: { ...crash, reason: 'service_stop' }, error: JOB_MESSAGES.stoppedWhileRunning };
-        }
-        return { status: 'crashed', crashInfo: { ...crash, reason: outcome.reason }, error: this.deps.runs.crashError(accepted, outcome).message };
-      }
     }
   }
 
@@ -286,7 +250,7 @@ export class JobService {
       await store.setWebhookState(job.id, result.outcome);
       if (result.outcome === 'failed') log.warn({ jobId: job.id, attempts: result.attempts, reason: result.reason }, 'webhook delivery failed');
     });
-    this.track(delivery.catch((error: unknown) => log.error({ err: error, jobId: job.id }, 'webhook delivery crashed')));
+    track(this.deliveryTasks, delivery.catch((error: unknown) => log.error({ err: error, jobId: job.id }, 'webhook delivery crashed')));
   }
 
   private async releaseQueued(id: string): Promise<void> {
@@ -317,13 +281,13 @@ export class JobService {
     return this.closed || this.deps.shutdownSignal?.aborted === true;
   }
 
-  private track<T>(task: Promise<T>): Promise<T> {
-    this.tasks.add(task);
-    void task.finally(() => this.tasks.delete(task)).catch(() => undefined);
-    return task;
-  }
-
   private timestamp(): string {
     return new Date(this.now()).toISOString();
   }
+}
+
+function track<T>(tasks: Set<Promise<unknown>>, task: Promise<T>): Promise<T> {
+  tasks.add(task);
+  void task.finally(() => tasks.delete(task)).catch(() => undefined);
+  return task;
 }

@@ -4,7 +4,8 @@ import { stat } from 'node:fs/promises';
 import { errors } from '../../errors.js';
 import { readTranscript, readTranscriptFile, sessionTitle, transcriptFiles } from '../../engine/transcript.js';
 import { transcriptMessages, type TranscriptMessage } from '../../engine/transcript-messages.js';
-import { checkSessionUuid, type SessionStore } from './session-store.js';
+import type { SessionStore } from './session-store.js';
+import { checkSessionUuid } from './session-id.js';
 
 export const DEFAULT_PAGE_SIZE = 50;
 

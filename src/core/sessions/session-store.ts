@@ -2,14 +2,17 @@
 // own config directory (transcripts, settings). A run mounts exactly one of them, read-write.
 // Every path is built from an id that passed UUID_PATTERN first: `../../etc` never reaches the filesystem.
 import { randomUUID } from 'node:crypto';
-import { chmod, cp, lchown, lstat, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errors } from '../../errors.js';
 import type { SessionIntent } from '../run-plan.js';
 import type { EngineSession } from '../../engine/command.js';
 import { transcriptFiles } from '../../engine/transcript.js';
+import { copyTree, isDirectory, pathExists, removeForeignTranscripts } from './session-files.js';
+import { checkSessionUuid, UUID_PATTERN } from './session-id.js';
 
-export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export { checkSessionUuid, UUID_PATTERN };
+
 const EPHEMERAL_DIR = '.ephemeral';
 /** A session directory holding this file belongs to a persistent agent: not listed, its transcript not served. */
 export const HIDDEN_MARKER = '.berth-agent';
@@ -17,12 +20,6 @@ export const HIDDEN_MARKER = '.berth-agent';
 /** The engine names a project directory after its cwd with every non-alphanumeric character replaced by '-'. */
 export function projectDirName(cwd: string): string {
   return cwd.replace(/[^A-Za-z0-9]/g, '-');
-}
-
-/** The session id in canonical (lower-case) form; 400 when it is not a UUID. */
-export function checkSessionUuid(sessionId: string): string {
-  if (!UUID_PATTERN.test(sessionId)) throw errors.invalid(`session id "${sessionId}" is not a UUID`);
-  return sessionId.toLowerCase();
 }
 
 /** A session directory prepared for one run, with what to undo when the run ends. */
@@ -186,9 +183,11 @@ export class SessionStore {
   private async claimExisting(sessionId: string): Promise<PreparedSession> {
     // Locked before the existence check: a concurrent DELETE either finished (404 here) or is refused.
     this.lock(sessionId);
-    if (!(await isDirectory(join(this.dir, sessionId)))) {
+    try {
+      if (!(await isDirectory(join(this.dir, sessionId)))) throw errors.sessionNotFound(sessionId);
+    } catch (error) {
       this.busy.delete(sessionId);
-      throw errors.sessionNotFound(sessionId);
+      throw error;
     }
     return this.claimed(sessionId, { kind: 'resume', sessionId }, false);
   }
@@ -202,10 +201,17 @@ export class SessionStore {
     try {
       if (!(await isDirectory(join(this.dir, from)))) throw errors.sessionNotFound(from);
       this.lock(sessionId);
+      const copy = join(this.dir, sessionId);
       try {
-        await copyTree(join(this.dir, from), join(this.dir, sessionId));
-        await rm(join(this.dir, sessionId, HIDDEN_MARKER), { force: true });
-        await chmod(join(this.dir, sessionId), 0o777);
+        if (await pathExists(copy)) throw errors.internal(`session directory ${sessionId} already exists`);
+        try {
+          await copyTree(join(this.dir, from), copy);
+          await rm(join(copy, HIDDEN_MARKER), { force: true });
+          await chmod(copy, 0o777);
+        } catch (error) {
+          await rm(copy, { recursive: true, force: true });
+          throw error;
+        }
       } catch (error) {
         this.busy.delete(sessionId);
         throw error;
@@ -252,51 +258,5 @@ export class SessionStore {
         }
       },
     };
-  }
-}
-
-/** Removes transcripts (and their side directories) of session ids other than this one. */
-async function removeForeignTranscripts(dir: string, sessionId: string): Promise<void> {
-  const projects = join(dir, 'projects');
-  for (const project of await readdir(projects).catch(() => [] as string[])) {
-    for (const name of await readdir(join(projects, project)).catch(() => [] as string[])) {
-      const id = name.endsWith('.jsonl') ? name.slice(0, -'.jsonl'.length) : name;
-      if (UUID_PATTERN.test(id) && id !== sessionId) await rm(join(projects, project, name), { recursive: true, force: true });
-    }
-  }
-}
-
-/**
- * Copies a session directory. The engine in the container wrote its files as the image's user with modes
- * such as 0600; a copy made by root would be root's and unreadable to that user, so when Berth runs as
- * root each copied entry gets its original's owner back.
- */
-async function copyTree(from: string, to: string): Promise<void> {
-  await cp(from, to, { recursive: true, errorOnExist: true, force: false, preserveTimestamps: true });
-  if (process.getuid?.() !== 0) return;
-  const walk = async (relative: string): Promise<void> => {
-    const info = await lstat(join(from, relative));
-    await lchown(join(to, relative), info.uid, info.gid);
-    if (info.isDirectory()) for (const name of await readdir(join(from, relative))) await walk(join(relative, name));
-  };
-  await walk('.');
-}
-
-async function isDirectory(path: string): Promise<boolean> {
-  try {
-    return (await stat(path)).isDirectory();
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw error;
-  }
-}
-
-async function pathExists(path: string): Promise<boolean> {
-  try {
-    await stat(path);
-    return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw error;
   }
 }

@@ -12,7 +12,7 @@ const StreamQuerySchema = Type.Object(
   {
     prompt: Type.String({ description: 'Text given to the agent. Required and non-empty.' }),
     workdir: Type.Optional(Type.String({ description: 'Working directory inside the container. Default /workspace.' })),
-    session_id: Type.Optional(Type.String({ description: 'Session to resume (UUID); needs resume=true.' })),
+    session_id: Type.Optional(Type.String({ description: 'Session to resume (UUID); resume defaults to true when it is given.' })),
     resume: Type.Optional(Type.Boolean({ description: 'Continue the session named by session_id. Default false.' })),
   },
   { additionalProperties: false },
@@ -33,10 +33,11 @@ export interface StreamRouteDependencies {
   readonly subscribers?: { inc(): void; dec(): void };
 }
 
+/** The query as a run request. Resuming is the only session operation here, so session_id alone resumes. */
 export function toRunRequest(query: StreamQuery): RunRequest {
   const engine = {
     ...(query.session_id !== undefined ? { session_id: query.session_id } : {}),
-    ...(query.resume !== undefined ? { resume: query.resume } : {}),
+    ...(query.resume !== undefined || query.session_id !== undefined ? { resume: query.resume ?? true } : {}),
   };
   return {
     prompt: query.prompt,

@@ -1,0 +1,48 @@
+// How a run's end becomes a job's final state: the outcome of RunService mapped to status, output,
+// crash_info and error, and the texts for the ends the service itself causes (stop, restart, DELETE).
+import type { BerthError } from '../../errors.js';
+import type { RunRequest } from '../run-request.js';
+import type { AcceptedRun, RunMode, RunResult } from '../runs/run-service.js';
+import type { RunHooks, RunOutcome } from '../runs/run-executor.js';
+import type { CrashInfo, CrashReason, JobChange } from '../../store/jobs/job-store.js';
+
+/** What the job service needs of RunService (a fake in unit tests). */
+export interface JobRunner {
+  accept(request: RunRequest): Promise<AcceptedRun>;
+  execute(accepted: AcceptedRun, mode: RunMode, signal: AbortSignal, hooks?: RunHooks): Promise<RunOutcome>;
+  toResult(accepted: AcceptedRun, outcome: RunOutcome): Promise<RunResult>;
+  crashError(accepted: AcceptedRun, outcome: Extract<RunOutcome, { kind: 'crashed' }>): BerthError;
+}
+
+export const JOB_MESSAGES = {
+  cancelled: 'cancelled by DELETE /jobs/:id',
+  restartedWhileRunning: 'the service restarted while the job was running; its container was removed and the job was not resumed',
+  restartedWhilePending: 'the service restarted before the job started; the job was never run',
+  stoppedWhileRunning: 'the service stopped while the job was running; its container was removed',
+  stoppedWhilePending: 'the service stopped before the job started; the job was never run',
+} as const;
+
+/** crash_info of a job that the service itself cut off; there is no container exit to report. */
+export function serviceCrash(reason: Extract<CrashReason, 'service_stop' | 'service_restart'>): CrashInfo {
+  return { exit_code: -1, signal: '', partial_output: '', task_completed: false, reason };
+}
+
+/** The final status and fields of a job whose run ended with `outcome` (a DELETE is not an outcome: see cancel). */
+export async function outcomeChange(runs: JobRunner, accepted: AcceptedRun, outcome: RunOutcome): Promise<JobChange> {
+  switch (outcome.kind) {
+    case 'completed': {
+      const result = await runs.toResult(accepted, outcome);
+      return { status: 'completed', output: result.output, ...(result.structured_output !== undefined ? { structuredOutput: result.structured_output } : {}) };
+    }
+    case 'failed':
+      return { status: 'failed', output: outcome.envelope?.result ?? '', error: outcome.message };
+    case 'crashed': {
+      const crash = { exit_code: outcome.exitCode, signal: outcome.signal, partial_output: outcome.partialOutput, task_completed: outcome.taskCompleted };
+      // Aborted without a DELETE (a DELETE already made the job cancelled): the service is stopping.
+      if (outcome.reason === 'cancelled') {
+        return { status: 'crashed', crashInfo: { ...crash, reason: 'service_stop' }, error: JOB_MESSAGES.stoppedWhileRunning };
+      }
+      return { status: 'crashed', crashInfo: { ...crash, reason: outcome.reason }, error: runs.crashError(accepted, outcome).message };
+    }
+  }
+}

@@ -1,0 +1,81 @@
+// Containers never outlive their run: a client that disconnects, a service that shuts down, and a service
+// that was killed (its leftovers are reaped at the next start) all end with no Berth container left.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { startTestBerth, type TestBerth } from '../support/berth.js';
+
+const run = promisify(execFile);
+
+async function containersOf(instance: string): Promise<string[]> {
+  const { stdout } = await run('podman', ['ps', '-a', '--filter', `label=berth.instance=${instance}`, '--format', '{{.Names}}']);
+  return stdout.split('\n').filter(Boolean);
+}
+
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function startLongRun(t: TestBerth, signal?: AbortSignal): Promise<Promise<unknown>> {
+  const pending = fetch(`${t.url}/run`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ prompt: 'run: /bin/sleep 600' }),
+    signal,
+  }).catch((error: unknown) => error);
+  await waitFor('the run container', async () => ((await t.leftovers()).length > 0 ? true : undefined));
+  return pending;
+}
+
+test('a client that disconnects stops its run and the container is removed', async () => {
+  const t = await startTestBerth();
+  try {
+    const controller = new AbortController();
+    const pending = await startLongRun(t, controller.signal);
+    const started = Date.now();
+    controller.abort();
+    await pending;
+    await waitFor('the container to be removed', async () => ((await t.leftovers()).length === 0 ? true : undefined), 15_000);
+    assert.ok(Date.now() - started < 15_000);
+  } finally {
+    await t.stop();
+  }
+});
+
+test('service shutdown cancels runs in flight and removes their containers', async () => {
+  const t = await startTestBerth();
+  const instance = t.config.instanceName;
+  const pending = await startLongRun(t);
+  await t.stop();
+  const response = (await pending) as Response;
+  assert.equal(response.status, 500);
+  assert.deepEqual(await containersOf(instance), []);
+});
+
+test('at start-up Berth removes containers a previous process of the same instance left', async () => {
+  const first = await startTestBerth();
+  const instance = first.config.instanceName;
+  await first.stop();
+  // What a killed process leaves: a container carrying this instance's label.
+  await run('podman', ['create', '--name', `berth-leftover-${instance}`, '--label', `berth.instance=${instance}`, '--label', 'berth.run=run-old',
+    first.config.agent.image, 'true']);
+  await run('podman', ['create', '--name', `other-${instance}`, '--label', 'berth.instance=someone-else', first.config.agent.image, 'true']);
+  try {
+    const second = await startTestBerth({ SERVICE_INSTANCE_NAME: instance });
+    try {
+      assert.deepEqual(await containersOf(instance), []);
+      assert.deepEqual(await containersOf('someone-else'), [`other-${instance}`], 'another instance\'s containers are not touched');
+    } finally {
+      await second.stop();
+    }
+  } finally {
+    await run('podman', ['rm', '-f', `other-${instance}`, `berth-leftover-${instance}`]).catch(() => undefined);
+  }
+});
