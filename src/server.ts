@@ -44,7 +44,9 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
   const cleanups: (() => Promise<void>)[] = [];
   const stopAll = async () => {
     for (const cleanup of cleanups.reverse()) {
+      const started = Date.now();
       await cleanup().catch((error: unknown) => logger.error({ err: error }, 'cleanup step failed'));
+      logger.debug({ step: cleanup.name || cleanup.toString().slice(0, 60), durationMs: Date.now() - started }, 'stopped');
     }
   };
   try {

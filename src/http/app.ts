@@ -41,6 +41,14 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
     genReqId: () => `req-${Math.random().toString(36).slice(2, 10)}`,
   }) as unknown as FastifyInstance; // pino's Logger is a FastifyBaseLogger; only the generic differs
   app.setValidatorCompiler(createValidatorCompiler());
+  // Clients send Content-Type: application/json on DELETE too (as the spec says), usually without a body:
+  // an empty body is "no body", not a parse error. Non-empty bodies keep Fastify's safe JSON parser.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (body === '') return done(null, undefined);
+    return parseJson(request, body as string, done);
+  });
   registerErrorHandler(app);
   app.addSchema(ErrorBodySchema);
 

@@ -23,7 +23,8 @@ async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, tim
   }
 }
 
-async function startLongRun(t: TestBerth, signal?: AbortSignal): Promise<Promise<unknown>> {
+/** Starts a run that would last ten minutes; resolves once its container exists (not when it ends). */
+async function startLongRun(t: TestBerth, signal?: AbortSignal): Promise<{ response: Promise<unknown> }> {
   const pending = fetch(`${t.url}/run`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -31,17 +32,17 @@ async function startLongRun(t: TestBerth, signal?: AbortSignal): Promise<Promise
     signal,
   }).catch((error: unknown) => error);
   await waitFor('the run container', async () => ((await t.leftovers()).length > 0 ? true : undefined));
-  return pending;
+  return { response: pending };
 }
 
 test('a client that disconnects stops its run and the container is removed', async () => {
   const t = await startTestBerth();
   try {
     const controller = new AbortController();
-    const pending = await startLongRun(t, controller.signal);
+    const { response } = await startLongRun(t, controller.signal);
     const started = Date.now();
     controller.abort();
-    await pending;
+    await response;
     await waitFor('the container to be removed', async () => ((await t.leftovers()).length === 0 ? true : undefined), 15_000);
     assert.ok(Date.now() - started < 15_000);
   } finally {
@@ -52,10 +53,9 @@ test('a client that disconnects stops its run and the container is removed', asy
 test('service shutdown cancels runs in flight and removes their containers', async () => {
   const t = await startTestBerth();
   const instance = t.config.instanceName;
-  const pending = await startLongRun(t);
+  const { response } = await startLongRun(t);
   await t.stop();
-  const response = (await pending) as Response;
-  assert.equal(response.status, 500);
+  assert.equal(((await response) as Response).status, 500);
   assert.deepEqual(await containersOf(instance), []);
 });
 

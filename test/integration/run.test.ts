@@ -136,3 +136,25 @@ describe('POST /run with the embedded offline model', () => {
     assert.ok(response.body.paths['/run'].post);
   });
 });
+
+describe('request bodies', () => {
+  let t: TestBerth;
+  before(async () => {
+    t = await startTestBerth();
+  });
+  after(async () => {
+    await t.stop();
+  });
+
+  test('a DELETE with Content-Type application/json and no body is accepted', async () => {
+    const response = await t.request('DELETE', '/sessions/00000000-0000-4000-8000-000000000000', undefined, { 'content-type': 'application/json' });
+    assert.equal(response.status, 404);
+    assert.match(response.body.error, /not found/);
+  });
+
+  test('an empty POST /run body is a 400, not a crash', async () => {
+    const response = await t.request('POST', '/run', '', { 'content-type': 'application/json' });
+    assert.equal(response.status, 400);
+    assert.equal(response.body.status, 'error');
+  });
+});

@@ -152,6 +152,8 @@ export class RunExecutor {
     try {
       if (signal.aborted) throw new Error('run cancelled before start');
       await runtime.startContainer(containerId);
+      // A stop that arrived while the container was starting found nothing running to kill: kill it now.
+      if (stopReason) await runtime.killContainer(containerId);
       hooks?.onContainerStarted?.(containerId);
       const reading = (async () => {
         for await (const chunk of runtime.followOutput(containerId, followAbort.signal)) {
