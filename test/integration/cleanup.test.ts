@@ -71,11 +71,11 @@ test('at start-up Berth removes containers a previous process of the same instan
     const second = await startTestBerth({ SERVICE_INSTANCE_NAME: instance });
     try {
       assert.deepEqual(await containersOf(instance), []);
-      assert.deepEqual(await containersOf('someone-else'), [`other-${instance}`], 'another instance\'s containers are not touched');
+      assert.ok((await containersOf('someone-else')).includes(`other-${instance}`), 'another instance\'s containers are not touched');
     } finally {
       await second.stop();
     }
   } finally {
-    await run('podman', ['rm', '-f', `other-${instance}`, `berth-leftover-${instance}`]).catch(() => undefined);
+    await run('podman', ['rm', '--force', '--ignore', `other-${instance}`, `berth-leftover-${instance}`]);
   }
 });

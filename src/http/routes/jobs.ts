@@ -54,12 +54,12 @@ export function registerJobRoutes(app: FastifyInstance, deps: { jobs: JobService
         summary: 'Queue a run as a job and answer at once',
         body: RunRequestSchema,
         response: {
-          202: Type.Object({ job_id: Type.String({ description: 'prefix job-' }), session_id: Type.String({ format: 'uuid' }) }),
+          200: Type.Object({ job_id: Type.String({ description: 'prefix job-' }), session_id: Type.String({ format: 'uuid' }) }),
           ...errorResponses(400, 401, 404, 409, 413, 429, 503),
         },
       },
     },
-    async (request, reply) => reply.code(202).send(await jobs.submit(request.body)),
+    async (request) => jobs.submit(request.body),
   );
 
   app.get<{ Querystring: Static<typeof JobListQuerySchema> }>(
