@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { startTestBerth, type TestBerth } from '../support/berth.js';
+import { startTestBerth, testEnvironment, type TestBerth } from '../support/berth.js';
 
 const SECRET = 'jobs-integration-webhook-secret';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -257,19 +257,7 @@ describe('jobs across a service that dies or stops', () => {
       cwd: join(import.meta.dirname, '../..'),
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: {
-        ...process.env,
-        SERVICE_AUTH_ENABLED: 'false',
-        SERVICE_RATE_LIMIT_ENABLED: 'false',
-        SERVICE_ADDRESS: `127.0.0.1:${port}`,
-        SERVICE_METRICS_ADDRESS: '127.0.0.1:0',
-        SERVICE_OFFLINE_MODEL_PORT: '0',
-        SERVICE_DATA_DIR: join(dir, 'data'),
-        SERVICE_AGENT_SESSIONS_DIR: join(dir, 'sessions'),
-        SERVICE_INSTANCE_NAME: instance,
-        SERVICE_ENGINE_CREDENTIALS_SECRET: `berth-test-none-${instance}`,
-        SERVICE_LOG_LEVEL: 'warn',
-      },
+      env: { ...process.env, ...testEnvironment(dir, instance, port) },
     });
     child.stdout!.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-20_000)));
     child.stderr!.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-20_000)));

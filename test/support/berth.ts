@@ -21,13 +21,12 @@ export interface TestBerth {
   stop(): Promise<void>;
 }
 
-export async function startTestBerth(env: Record<string, string> = {}): Promise<TestBerth> {
-  const dir = await mkdtemp(join(tmpdir(), 'berth-test-'));
-  const instance = `test-${randomBytes(4).toString('hex')}`;
-  const config = loadConfig({
+/** The configuration of a test Berth: no auth or rate limit, ephemeral ports, state under `dir`. */
+export function testEnvironment(dir: string, instance: string, port = 0): Record<string, string> {
+  return {
     SERVICE_AUTH_ENABLED: 'false',
     SERVICE_RATE_LIMIT_ENABLED: 'false',
-    SERVICE_ADDRESS: '127.0.0.1:0',
+    SERVICE_ADDRESS: `127.0.0.1:${port}`,
     SERVICE_METRICS_ADDRESS: '127.0.0.1:0',
     SERVICE_OFFLINE_MODEL_PORT: '0',
     SERVICE_DATA_DIR: join(dir, 'data'),
@@ -35,8 +34,13 @@ export async function startTestBerth(env: Record<string, string> = {}): Promise<
     SERVICE_INSTANCE_NAME: instance,
     SERVICE_ENGINE_CREDENTIALS_SECRET: `berth-test-none-${instance}`,
     SERVICE_LOG_LEVEL: process.env.BERTH_TEST_LOG_LEVEL ?? 'warn',
-    ...env,
-  });
+  };
+}
+
+export async function startTestBerth(env: Record<string, string> = {}): Promise<TestBerth> {
+  const dir = await mkdtemp(join(tmpdir(), 'berth-test-'));
+  const instance = `test-${randomBytes(4).toString('hex')}`;
+  const config = loadConfig({ ...testEnvironment(dir, instance), ...env });
   const logger = pino({ level: config.logLevel });
   const berth = await startBerth(config, logger);
   let stopped = false;

@@ -1,5 +1,6 @@
 // Resource limits: memory, cpus, cpu_shares, timeout and hooks_timeout, parsed strictly (core/units.ts),
 // bounded by configuration and defaulted from it.
+import type { ContainerPlan } from '../run-plan.js';
 import type { Config } from '../../config.js';
 import { errors } from '../../errors.js';
 import type { ContainerOptions } from '../run-request.js';
@@ -14,14 +15,7 @@ export const MAX_CPU_SHARES = 262_144;
 export const MIN_TIMEOUT_MS = 1_000;
 export const DEFAULT_HOOKS_TIMEOUT_MS = 5 * 60_000;
 
-export interface Limits {
-  readonly memoryBytes: number;
-  readonly memoryText: string;
-  readonly cpus: number;
-  readonly cpuShares: number;
-  readonly timeoutMs: number;
-  readonly timeoutText: string;
-}
+export type Limits = Pick<ContainerPlan, 'memoryBytes' | 'memoryText' | 'cpus' | 'cpuShares' | 'timeoutMs' | 'timeoutText'>;
 
 export function formatMemory(bytes: number): string {
   for (const [unit, size] of [['t', 1024 ** 4], ['g', 1024 ** 3], ['m', 1024 ** 2], ['k', 1024]] as const) {

@@ -2,10 +2,8 @@
 // file in WAL mode at SERVICE_AUTH_BLACKLIST_BOLT_PATH. better-sqlite3 is synchronous; a logout or a
 // lookup is one indexed statement, so it runs inline. Any SQLite error rejects the promise, and the
 // caller fails closed.
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
-import { applyMigrations } from '../migrate.js';
+import type Database from 'better-sqlite3';
+import { openDatabase } from '../sqlite.js';
 import type { TokenBlacklist } from './blacklist.js';
 
 const MIGRATIONS = new URL('./migrations/', import.meta.url);
@@ -17,14 +15,8 @@ export class SqliteBlacklist implements TokenBlacklist {
   private readonly sweep: Database.Statement<[number]>;
 
   constructor(path: string) {
-    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-    this.db = new Database(path);
+    this.db = openDatabase(path, MIGRATIONS);
     try {
-      this.db.pragma('journal_mode = WAL');
-      // A logout must survive power loss too, and logouts are rare: pay for the full fsync.
-      this.db.pragma('synchronous = FULL');
-      this.db.pragma('busy_timeout = 5000');
-      applyMigrations(this.db, MIGRATIONS);
       this.insert = this.db.prepare(
         `INSERT INTO token_blacklist (jti, expires_at_ms) VALUES (?, ?)
          ON CONFLICT (jti) DO UPDATE SET expires_at_ms = max(expires_at_ms, excluded.expires_at_ms)`,

@@ -1,10 +1,8 @@
 // The job store in one SQLite file (<SERVICE_DATA_DIR>/jobs.db) in WAL mode with full fsync: a job
 // acknowledged to its caller survives kill -9 and power loss. better-sqlite3 is synchronous and each
 // call is one indexed statement, so it runs inline; the interface stays async for other backends.
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
-import { applyMigrations } from '../migrate.js';
+import type Database from 'better-sqlite3';
+import { openDatabase } from '../sqlite.js';
 import {
   FINISHED_STATUSES, JOB_STATUSES, isFinished,
   type Job, type JobChange, type JobListQuery, type JobStatus, type JobStore, type JobSummary, type NewJob, type WebhookState,
@@ -56,17 +54,7 @@ export class SqliteJobStore implements JobStore {
   private readonly statements = new Map<string, Database.Statement>();
 
   constructor(path: string) {
-    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-    this.db = new Database(path);
-    try {
-      this.db.pragma('journal_mode = WAL');
-      this.db.pragma('synchronous = FULL');
-      this.db.pragma('busy_timeout = 5000');
-      applyMigrations(this.db, MIGRATIONS);
-    } catch (error) {
-      this.db.close();
-      throw error;
-    }
+    this.db = openDatabase(path, MIGRATIONS);
   }
 
   /** Prepared once per distinct SQL text (transition builds a handful of variants). */

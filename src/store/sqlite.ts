@@ -1,0 +1,21 @@
+// Opens one of Berth's SQLite files the way every store needs it: WAL, full fsync (an acknowledged job or
+// logout must survive power loss), a busy timeout, and its numbered migrations applied.
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import { applyMigrations } from './migrate.js';
+
+export function openDatabase(path: string, migrations: URL): Database.Database {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  const db = new Database(path);
+  try {
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = FULL');
+    db.pragma('busy_timeout = 5000');
+    applyMigrations(db, migrations);
+    return db;
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+}
