@@ -9,6 +9,7 @@ import type { SystemStatus } from '../core/system-status.js';
 import type { TokenService } from '../core/auth/tokens.js';
 import type { TokenBlacklist } from '../store/blacklist/blacklist.js';
 import type { Metrics } from '../metrics/metrics.js';
+import { errors } from '../errors.js';
 import { registerErrorHandler } from './error-handler.js';
 import { createValidatorCompiler } from './validators.js';
 import { ErrorBodySchema } from './schemas.js';
@@ -43,11 +44,19 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
   app.setValidatorCompiler(createValidatorCompiler());
   // Clients send Content-Type: application/json on DELETE too (as the spec says), usually without a body:
   // an empty body is "no body", not a parse error. Non-empty bodies keep Fastify's safe JSON parser.
+  // Bytes that are not UTF-8 are refused, not silently replaced by U+FFFD.
   const parseJson = app.getDefaultJsonParser('error', 'error');
+  const utf8 = new TextDecoder('utf-8', { fatal: true });
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    if (body === '') return done(null, undefined);
-    return parseJson(request, body as string, done);
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    if (body.length === 0) return done(null, undefined);
+    let text: string;
+    try {
+      text = utf8.decode(body as Buffer);
+    } catch {
+      return done(errors.badRequest('request body is not valid UTF-8'), undefined);
+    }
+    return parseJson(request, text, done);
   });
   registerErrorHandler(app);
   app.addSchema(ErrorBodySchema);

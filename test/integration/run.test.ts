@@ -158,3 +158,21 @@ describe('request bodies', () => {
     assert.equal(response.body.status, 'error');
   });
 });
+
+describe('character encoding', () => {
+  let t: TestBerth;
+  before(async () => {
+    t = await startTestBerth();
+  });
+  after(async () => {
+    await t.stop();
+  });
+
+  test('a body that is not valid UTF-8 is refused with 400, not decoded with replacement characters', async () => {
+    const body = Buffer.concat([Buffer.from('{"prompt":"bad '), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]);
+    const response = await fetch(`${t.url}/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    assert.equal(response.status, 400);
+    assert.deepEqual(await response.json(), { error: 'request body is not valid UTF-8', status: 'error' });
+    assert.deepEqual(await t.leftovers(), []);
+  });
+});
