@@ -157,16 +157,6 @@ describe('request bodies', () => {
     assert.equal(response.status, 400);
     assert.equal(response.body.status, 'error');
   });
-});
-
-describe('character encoding', () => {
-  let t: TestBerth;
-  before(async () => {
-    t = await startTestBerth();
-  });
-  after(async () => {
-    await t.stop();
-  });
 
   test('a body that is not valid UTF-8 is refused with 400, not decoded with replacement characters', async () => {
     const body = Buffer.concat([Buffer.from('{"prompt":"bad '), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]);
