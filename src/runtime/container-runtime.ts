@@ -1,6 +1,18 @@
 // What Berth needs from a container runtime, in Berth's own terms. The only implementation talks to
 // Podman's libpod REST API (runtime/podman); no Podman JSON type is visible outside that folder.
 
+/** A failure of the container runtime, in Berth's terms: unreachable, or it refused/failed the call. */
+export class RuntimeError extends Error {
+  constructor(
+    message: string,
+    readonly unreachable: boolean,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'RuntimeError';
+  }
+}
+
 export const RUN_LABEL = 'berth.run';
 export const PROBE_LABEL = 'berth.probe';
 export const INSTANCE_LABEL = 'berth.instance';

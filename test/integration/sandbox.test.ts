@@ -81,6 +81,12 @@ describe('sandbox rules with real mounts', () => {
     await refused({ prompt: 'nul \u0000 byte' }, /prompt/);
   });
 
+  test('a missing host path under an allowed directory is a 400 and leaves no container', async () => {
+    const response = await t.request('POST', '/run', { prompt: 'hi', container: { volumes: [`${allowed}/not-there:/mnt/x`] } });
+    assert.equal(response.status, 400, JSON.stringify(response.body));
+    assert.match(response.body.error, /container\.volumes: a host path does not exist/);
+  });
+
   test('an ro mount is readable and read-only inside the container', async () => {
     const response = await t.request('POST', '/run', {
       prompt: ['run: cat /mnt/data/hello.txt', 'run: touch /mnt/data/new 2>/dev/null && echo writable || echo read-only'].join('\n'),

@@ -4,7 +4,8 @@
 import type { Logger } from 'pino';
 import type { RunPlan } from '../run-plan.js';
 import type { ContainerRuntime, ContainerSpec } from '../../runtime/container-runtime.js';
-import { INSTANCE_LABEL, RUN_LABEL } from '../../runtime/container-runtime.js';
+import { INSTANCE_LABEL, RUN_LABEL, RuntimeError } from '../../runtime/container-runtime.js';
+import { errors } from '../../errors.js';
 import { buildEngineInvocation, HOOK_FAILED_EXIT_CODE } from '../../engine/command.js';
 import { ENGINE_CONFIG_DIR, ENGINE_MOUNT, INPUT_DIR_NAME, INPUT_PARENT_DIR, SECRET_ENV_DIR } from '../../engine/layout.js';
 import { LineSplitter, parseEngineLine, type ResultEnvelope } from '../../engine/stream-json.js';
@@ -50,6 +51,18 @@ export interface ExecutorDependencies {
 }
 
 const SIGNALS: Record<number, string> = { 1: 'SIGHUP', 2: 'SIGINT', 6: 'SIGABRT', 9: 'SIGKILL', 11: 'SIGSEGV', 13: 'SIGPIPE', 15: 'SIGTERM' };
+
+/** Podman's refusal to create a container, as the error the caller can act on. */
+function creationError(error: unknown): unknown {
+  if (!(error instanceof RuntimeError)) return error;
+  if (error.unreachable) return errors.runtimeUnavailable(error.message);
+  // Volume host paths may be missing at validation (they are checked by their existing parent); Podman is
+  // the first to find out, and it is still the caller's input that is wrong.
+  if (/no such file or directory/i.test(error.message)) {
+    return errors.invalid(`container.volumes: a host path does not exist (${error.message})`);
+  }
+  return errors.runFailed(`the container could not be created: ${error.message}`);
+}
 
 function lastLines(text: string, count: number): string {
   return text.trim().split('\n').slice(-count).join('\n');
@@ -104,7 +117,9 @@ export class RunExecutor {
     const { runtime } = this.deps;
     let containerId: string | undefined;
     try {
-      containerId = await runtime.createContainer(spec);
+      containerId = await runtime.createContainer(spec).catch((error: unknown) => {
+        throw creationError(error);
+      });
       await runtime.putFiles(
         containerId,
         INPUT_PARENT_DIR,

@@ -2,16 +2,18 @@
 // Podman are translated into PodmanApiError here, once, so callers see one error type.
 import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
+import { RuntimeError } from '../container-runtime.js';
 
 const API_PREFIX = '/v4.0.0/libpod';
 
-export class PodmanApiError extends Error {
+/** statusCode 0: the socket could not be reached. */
+export class PodmanApiError extends RuntimeError {
   constructor(
     readonly statusCode: number,
     message: string,
     options?: { cause?: unknown },
   ) {
-    super(message, options);
+    super(message, statusCode === 0, options);
     this.name = 'PodmanApiError';
   }
 }
