@@ -7,7 +7,7 @@ image=localhost/berth-test-musl:latest
 podman image exists "$image" && exit 0
 work=$(mktemp -d /tmp/berth-musl.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-(cd "$work" && apt-get download musl busybox-static >/dev/null)
+(cd "$work" && { apt-get download musl busybox-static >/dev/null 2>&1 || { apt-get update -qq && apt-get download musl busybox-static >/dev/null; }; })
 mkdir -p "$work/root/etc" "$work/root/bin" "$work/root/tmp"
 for deb in "$work"/*.deb; do dpkg -x "$deb" "$work/root"; done
 echo 3.20.0 > "$work/root/etc/alpine-release"
