@@ -1,5 +1,10 @@
 // Reads the engine's session transcripts: $CLAUDE_CONFIG_DIR/projects/<project>/<session id>.jsonl.
-import { access, readdir, readFile } from 'node:fs/promises';
+// The session directory is writable from inside the container, so code run by a prompt can plant symlinks
+// there (`projects/x/<id>.jsonl -> /etc/shadow`). Berth runs as root on the host: it must never follow
+// them. Transcripts are listed without following any link and opened with O_NOFOLLOW, and the opened file
+// must be exactly the listed one (checked through /proc/self/fd), so a link swapped in meanwhile is refused.
+import { constants } from 'node:fs';
+import { lstat, open, readdir, readlink, realpath } from 'node:fs/promises';
 import { join } from 'node:path';
 import { toTokenUsage, type TokenUsage } from './stream-json.js';
 
@@ -8,29 +13,41 @@ export type TranscriptRecord = Record<string, unknown> & { type?: string };
 /** Every transcript file of a session in its config directory (normally one, under the workdir it was created in). */
 export async function transcriptFiles(configDir: string, sessionId: string): Promise<string[]> {
   const projects = join(configDir, 'projects');
-  let entries: string[];
-  try {
-    entries = await readdir(projects);
-  } catch {
-    return [];
-  }
+  if (!(await isRealEntry(projects, 'directory'))) return [];
   const files: string[] = [];
-  for (const project of entries) {
+  for (const project of await readdir(projects).catch(() => [] as string[])) {
     const candidate = join(projects, project, `${sessionId}.jsonl`);
-    try {
-      await access(candidate);
-      files.push(candidate);
-    } catch {
-      // This project directory has no transcript of the session.
+    if ((await isRealEntry(join(projects, project), 'directory')) && (await isRealEntry(candidate, 'file'))) {
+      files.push(await realpath(candidate));
     }
   }
   return files;
 }
 
+/** A directory or regular file that is not a symlink (lstat never follows one). */
+async function isRealEntry(path: string, kind: 'directory' | 'file'): Promise<boolean> {
+  const info = await lstat(path).catch(() => undefined);
+  return info !== undefined && (kind === 'directory' ? info.isDirectory() : info.isFile());
+}
+
+/** Reads a file listed by transcriptFiles, refusing anything that is not that very file now. */
+async function readListedFile(file: string): Promise<string> {
+  const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    const opened = await readlink(`/proc/self/fd/${handle.fd}`);
+    if (opened !== file || !(await handle.stat()).isFile()) {
+      throw new Error(`transcript ${file} was replaced by a link to ${opened}; not reading it`);
+    }
+    return await handle.readFile('utf8');
+  } finally {
+    await handle.close();
+  }
+}
+
 /** The records of one transcript file, in file order; a line cut off by a crash is skipped. */
 export async function readTranscriptFile(file: string): Promise<TranscriptRecord[]> {
   const records: TranscriptRecord[] = [];
-  for (const line of (await readFile(file, 'utf8')).split('\n')) {
+  for (const line of (await readListedFile(file)).split('\n')) {
     if (line.trim() === '') continue;
     try {
       const record: unknown = JSON.parse(line);

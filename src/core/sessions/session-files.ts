@@ -4,9 +4,13 @@ import { join } from 'node:path';
 import { UUID_PATTERN } from './session-id.js';
 
 /** Removes transcripts (and their side directories) of session ids other than this one. */
+// The tree was written from inside a container: a `projects` or project directory may be a link to a host
+// directory, which must never be listed or emptied. rm itself removes links, never their targets.
 export async function removeForeignTranscripts(dir: string, sessionId: string): Promise<void> {
   const projects = join(dir, 'projects');
+  if (!(await isRealDirectory(projects))) return;
   for (const project of await readdir(projects).catch(() => [] as string[])) {
+    if (!(await isRealDirectory(join(projects, project)))) continue;
     for (const name of await readdir(join(projects, project)).catch(() => [] as string[])) {
       const id = name.endsWith('.jsonl') ? name.slice(0, -'.jsonl'.length) : name;
       if (UUID_PATTERN.test(id) && id !== sessionId) await rm(join(projects, project, name), { recursive: true, force: true });
@@ -28,6 +32,10 @@ export async function copyTree(from: string, to: string): Promise<void> {
     if (info.isDirectory()) for (const name of await readdir(join(from, relative))) await walk(join(relative, name));
   };
   await walk('.');
+}
+
+async function isRealDirectory(path: string): Promise<boolean> {
+  return (await lstat(path).catch(() => undefined))?.isDirectory() ?? false;
 }
 
 export async function isDirectory(path: string): Promise<boolean> {

@@ -2,7 +2,8 @@
 // own config directory (transcripts, settings). A run mounts exactly one of them, read-write.
 // Every path is built from an id that passed UUID_PATTERN first: `../../etc` never reaches the filesystem.
 import { randomUUID } from 'node:crypto';
-import { chmod, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { chmod, mkdir, open, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errors } from '../../errors.js';
 import type { SessionIntent } from '../run-plan.js';
@@ -71,7 +72,9 @@ export class SessionStore {
 
   /** Marks a session as a persistent agent's (the agents service calls this for the sessions it owns). */
   async hide(sessionId: string): Promise<void> {
-    await writeFile(join(this.pathOf(sessionId), HIDDEN_MARKER), '', { mode: 0o644 });
+    // O_NOFOLLOW: the directory is writable from the container; a planted link must not be followed.
+    const marker = await open(join(this.pathOf(sessionId), HIDDEN_MARKER), constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW, 0o644);
+    await marker.close();
   }
 
   isBusy(sessionId: string): boolean {
