@@ -1,6 +1,7 @@
 // Reads the engine's `--output-format stream-json --verbose --include-partial-messages` output: one JSON
 // object per line. Berth keeps the raw lines (partial output for crash reports, stream-json callers),
 // the text as it streams (SSE), and the final `result` line (the run's answer).
+import { StringDecoder } from 'node:string_decoder';
 
 export interface TokenUsage {
   input_tokens: number;
@@ -90,20 +91,44 @@ export function parseEngineLine(line: string): EngineEvent {
   return { kind: 'other' };
 }
 
-/** Splits a byte stream into lines, keeping an unfinished last line until more arrives. */
+/**
+ * Splits a byte stream into lines, keeping an unfinished last line until more arrives. Bytes are decoded
+ * across chunk boundaries, and a line longer than maxLineChars is dropped whole (output of a hostile or
+ * broken process must not grow Berth's memory without bound).
+ */
 export class LineSplitter {
+  private readonly decoder = new StringDecoder('utf8');
   private pending = '';
+  private discarding = false;
+  droppedLines = 0;
 
-  push(text: string): string[] {
-    this.pending += text;
+  constructor(private readonly maxLineChars = 16 * 1024 * 1024) {}
+
+  push(chunk: Buffer | string): string[] {
+    this.pending += typeof chunk === 'string' ? chunk : this.decoder.write(chunk);
     const lines = this.pending.split('\n');
     this.pending = lines.pop() ?? '';
-    return lines.filter((line) => line.trim() !== '');
+    if (this.discarding && lines.length > 0) {
+      lines.shift();
+      this.discarding = false;
+    }
+    if (this.pending.length > this.maxLineChars) {
+      this.pending = '';
+      if (!this.discarding) this.droppedLines++;
+      this.discarding = true;
+    }
+    return lines.filter((line) => {
+      if (line.length > this.maxLineChars) {
+        this.droppedLines++;
+        return false;
+      }
+      return line.trim() !== '';
+    });
   }
 
   flush(): string[] {
-    const rest = this.pending.trim();
+    const rest = (this.pending + this.decoder.end()).trim();
     this.pending = '';
-    return rest === '' ? [] : [rest];
+    return rest === '' || this.discarding ? [] : [rest];
   }
 }

@@ -31,3 +31,19 @@ test('the line splitter keeps an unfinished line until its end arrives', () => {
   assert.deepEqual(splitter.push('{"c":3}'), []);
   assert.deepEqual(splitter.flush(), ['{"c":3}']);
 });
+
+test('a character split across chunks is decoded whole', () => {
+  const splitter = new LineSplitter();
+  const bytes = Buffer.from('{"t":"héllo"}\n');
+  const cut = bytes.indexOf(0xc3) + 1;
+  assert.deepEqual([...splitter.push(bytes.subarray(0, cut)), ...splitter.push(bytes.subarray(cut))], ['{"t":"héllo"}']);
+});
+
+test('an overlong line is dropped whole and the next lines still arrive', () => {
+  const splitter = new LineSplitter(10);
+  assert.deepEqual(splitter.push('short\n' + 'x'.repeat(25)), ['short']);
+  assert.deepEqual(splitter.push('y'.repeat(25)), []);
+  assert.deepEqual(splitter.push('zz\nafter\n'), ['after']);
+  assert.deepEqual(splitter.push('a'.repeat(11) + '\nok\n'), ['ok']);
+  assert.equal(splitter.droppedLines, 2);
+});

@@ -10,6 +10,7 @@ import { buildEngineInvocation, HOOK_FAILED_EXIT_CODE } from '../../engine/comma
 import { ENGINE_CONFIG_DIR, ENGINE_MOUNT, INPUT_DIR_NAME, INPUT_PARENT_DIR, SECRET_ENV_DIR } from '../../engine/layout.js';
 import { LineSplitter, parseEngineLine, type ResultEnvelope } from '../../engine/stream-json.js';
 import type { PreparedSession } from '../sessions/session-store.js';
+import { OutputTail } from './output-tail.js';
 import type { EngineAccess } from '../engine-access.js';
 
 /** How a run ended. `crashed` covers every end the engine did not choose itself. */
@@ -143,7 +144,7 @@ export class RunExecutor {
     const { runtime } = this.deps;
     const { plan, signal, hooks } = context;
     const splitter = new LineSplitter();
-    const lines: string[] = [];
+    const lines = new OutputTail();
     let stderr = '';
     let envelope: ResultEnvelope | undefined;
     const consume = (line: string) => {
@@ -176,7 +177,7 @@ export class RunExecutor {
             stderr = (stderr + chunk.data.toString('utf8')).slice(-8192);
             continue;
           }
-          for (const line of splitter.push(chunk.data.toString('utf8'))) consume(line);
+          for (const line of splitter.push(chunk.data)) consume(line);
         }
         for (const line of splitter.flush()) consume(line);
       })();
@@ -186,7 +187,10 @@ export class RunExecutor {
       followAbort.abort();
       await reading.catch(() => undefined);
 
-      const rawOutput = lines.length > 0 ? `${lines.join('\n')}\n` : '';
+      if (lines.truncated || splitter.droppedLines > 0) {
+        this.deps.log.warn({ runId: context.runId, droppedLines: splitter.droppedLines }, 'engine output exceeded Berth\'s buffer; the oldest or overlong lines were dropped');
+      }
+      const rawOutput = lines.text();
       if (exit.oomKilled || stopReason || exit.exitCode > 128) {
         const reason = exit.oomKilled || (exit.exitCode === 137 && !stopReason) ? 'oom' : (stopReason ?? 'signal');
         return {
@@ -206,7 +210,7 @@ export class RunExecutor {
       return { kind: 'failed', message, envelope, rawOutput };
     } catch (error) {
       if (stopReason === 'cancelled' || signal.aborted) {
-        return { kind: 'crashed', reason: 'cancelled', exitCode: 137, signal: 'SIGKILL', partialOutput: lines.join('\n'), taskCompleted: false };
+        return { kind: 'crashed', reason: 'cancelled', exitCode: 137, signal: 'SIGKILL', partialOutput: lines.text(), taskCompleted: false };
       }
       throw error;
     } finally {
