@@ -60,8 +60,21 @@ export interface Config {
   readonly sessions: {
     readonly maxPageSize: number;
   };
+  readonly images: {
+    /** Registries (host or host:port) pulled from and searched without TLS verification. */
+    readonly insecureRegistries: readonly string[];
+  };
   readonly jobs: {
     readonly retentionMs: number;
+  };
+  /** Persistent agents (docs/agents.md). */
+  readonly agents: {
+    /** Idle timeout when a spawn gives none (or 0). */
+    readonly defaultIdleTimeoutSeconds: number;
+    /** Interval of the idle watchdog. */
+    readonly idleTickMs: number;
+    /** How long an exited agent's record (and its exit_error) stays readable. */
+    readonly exitedRetentionMs: number;
   };
   readonly webhooks: {
     readonly signingSecret: string;
@@ -278,8 +291,16 @@ export function loadConfig(env: Env = process.env): Config {
     sessions: {
       maxPageSize: read.int('SERVICE_SESSIONS_MAX_PAGE_SIZE', 500, 1, 100_000),
     },
+    images: {
+      insecureRegistries: read.list('SERVICE_IMAGE_INSECURE_REGISTRIES'),
+    },
     jobs: {
       retentionMs: read.duration('SERVICE_JOB_RETENTION', '7d'),
+    },
+    agents: {
+      defaultIdleTimeoutSeconds: Math.max(1, Math.round(read.duration('SERVICE_AGENT_IDLE_TIMEOUT', '30m') / 1000)),
+      idleTickMs: Math.max(10, read.duration('SERVICE_AGENT_IDLE_TICK', '30s')),
+      exitedRetentionMs: read.duration('SERVICE_AGENT_EXITED_RETENTION', '5m'),
     },
     webhooks: {
       signingSecret: read.string('SERVICE_WEBHOOK_SIGNING_SECRET', ''),
@@ -309,6 +330,11 @@ export function loadConfig(env: Env = process.env): Config {
   };
   if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/.test(config.instanceName)) {
     throw new ConfigError('SERVICE_INSTANCE_NAME', `"${config.instanceName}" must be 1-63 letters, digits, '.', '_' or '-'`);
+  }
+  for (const registry of config.images.insecureRegistries) {
+    if (!/^[A-Za-z0-9.-]+(?::\d{1,5})?$|^\[[0-9a-fA-F:]+\](?::\d{1,5})?$/.test(registry)) {
+      throw new ConfigError('SERVICE_IMAGE_INSECURE_REGISTRIES', `"${registry}" is not a registry host such as registry.example:5000`);
+    }
   }
   for (const volume of config.agent.allowedVolumes) {
     if (!volume.startsWith('/')) throw new ConfigError('SERVICE_AGENT_ALLOWED_VOLUMES', `"${volume}" is not an absolute path`);

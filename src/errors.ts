@@ -19,16 +19,23 @@ export const ERROR_STATUS = {
   BERTH_ERR_NOT_FOUND: 404,
   BERTH_ERR_SESSION_NOT_FOUND: 404,
   BERTH_ERR_JOB_NOT_FOUND: 404,
+  BERTH_ERR_AGENT_NOT_FOUND: 404,
   BERTH_ERR_ROUTE_NOT_FOUND: 404,
   BERTH_ERR_SESSION_BUSY: 409,
   BERTH_ERR_JOB_FINISHED: 409,
+  BERTH_ERR_AGENT_BUSY: 409,
+  BERTH_ERR_AGENT_EXITED: 410,
   BERTH_ERR_RATE_LIMITED: 429,
   BERTH_ERR_RUN_FAILED: 500,
   BERTH_ERR_RUN_TIMEOUT: 500,
   BERTH_ERR_RUN_OOM: 500,
   BERTH_ERR_INTERNAL: 500,
+  BERTH_ERR_AGENT_SPAWN_FAILED: 500,
+  BERTH_ERR_IMAGE_PULL_FAILED: 502,
+  BERTH_ERR_IMAGE_SEARCH_FAILED: 502,
   BERTH_ERR_ENGINE_NOT_CONFIGURED: 503,
   BERTH_ERR_RUNTIME_UNAVAILABLE: 503,
+  BERTH_ERR_AGENT_NOT_READY: 503,
   BERTH_ERR_AUTH_BLACKLIST_UNAVAILABLE: 503,
 } as const;
 
@@ -58,8 +65,8 @@ export const errors = {
       'BERTH_ERR_IMAGE_MUSL',
       `image "${image}" is Alpine/musl-based: Alpine/musl-based images are not supported, because the engine needs glibc; use a Debian, Ubuntu or other glibc-based image`,
     ),
-  imageNotAllowed: (image: string) =>
-    new BerthError('BERTH_ERR_IMAGE_NOT_ALLOWED', `container.image "${image}" is not allowed: it matches no pattern of SERVICE_AGENT_ALLOWED_IMAGE_PATTERNS`),
+  imageNotAllowed: (image: string, field = 'container.image') =>
+    new BerthError('BERTH_ERR_IMAGE_NOT_ALLOWED', `${field} "${image}" is not allowed: it matches no pattern of SERVICE_AGENT_ALLOWED_IMAGE_PATTERNS`),
   imageNotFound: (image: string) =>
     new BerthError('BERTH_ERR_IMAGE_NOT_FOUND', `container.image "${image}" is not present on this host; pull it first (POST /images/pull) or build it`),
   secretNotFound: (variable: string, secret: string) =>
@@ -72,6 +79,8 @@ export const errors = {
   blacklistUnavailable: (why: string) =>
     new BerthError('BERTH_ERR_AUTH_BLACKLIST_UNAVAILABLE', `token blacklist unavailable: ${why}`),
   notFound: (what: string) => new BerthError('BERTH_ERR_NOT_FOUND', `${what} not found`),
+  imageNotInRegistry: (image: string, registry: string) =>
+    new BerthError('BERTH_ERR_NOT_FOUND', `image "${image}" not found: registry ${registry} has no such repository or tag`),
   sessionNotFound: (id: string) => new BerthError('BERTH_ERR_SESSION_NOT_FOUND', `session ${id} not found`),
   jobNotFound: (id: string) => new BerthError('BERTH_ERR_JOB_NOT_FOUND', `job ${id} not found`),
   routeNotFound: (method: string, url: string) => new BerthError('BERTH_ERR_ROUTE_NOT_FOUND', `no route ${method} ${url}`),
@@ -86,6 +95,17 @@ export const errors = {
   runOom: (memory: string) =>
     new BerthError('BERTH_ERR_RUN_OOM', `run was killed for running out of memory (container.memory ${memory}); the container was removed`),
   internal: (message: string) => new BerthError('BERTH_ERR_INTERNAL', message),
+  agentNotFound: (id: string) => new BerthError('BERTH_ERR_AGENT_NOT_FOUND', `agent ${id} not found`),
+  agentBusy: (id: string) =>
+    new BerthError('BERTH_ERR_AGENT_BUSY', `agent ${id} is generating a turn; send again after its turn_end event`),
+  agentExited: (id: string, why: string) => new BerthError('BERTH_ERR_AGENT_EXITED', `agent ${id} has exited (${why}); spawn a new agent`),
+  agentNotReady: (id: string) =>
+    new BerthError('BERTH_ERR_AGENT_NOT_READY', `agent ${id} is still starting; retry when its status is idle`),
+  agentSpawnFailed: (why: string) => new BerthError('BERTH_ERR_AGENT_SPAWN_FAILED', `agent spawn failed: ${why}`),
+  imagePullFailed: (image: string, why: string) =>
+    new BerthError('BERTH_ERR_IMAGE_PULL_FAILED', `pulling image "${image}" failed: ${why}`),
+  imageSearchFailed: (term: string, why: string) =>
+    new BerthError('BERTH_ERR_IMAGE_SEARCH_FAILED', `searching registries for "${term}" failed: ${why}`),
   engineNotConfigured: (why: string) => new BerthError('BERTH_ERR_ENGINE_NOT_CONFIGURED', `engine not configured: ${why}`),
   runtimeUnavailable: (why: string) =>
     new BerthError('BERTH_ERR_RUNTIME_UNAVAILABLE', `container runtime unavailable: ${why}`),

@@ -30,6 +30,11 @@ import { JobService } from './core/jobs/job-service.js';
 import { WebhookDeliverer } from './core/webhooks/deliverer.js';
 import { registerJobRoutes } from './http/routes/jobs.js';
 import { registerStreamRoutes } from './http/routes/stream.js';
+import { AgentService } from './core/agents/agent-service.js';
+import { registerAgentRoutes } from './http/routes/agents.js';
+import { ImageCatalog } from './core/images/image-catalog.js';
+import { ImageProbe } from './core/images/image-probe.js';
+import { registerImageRoutes } from './http/routes/images.js';
 
 export interface RunningBerth {
   readonly app: FastifyInstance;
@@ -41,9 +46,13 @@ export interface RunningBerth {
 }
 
 export async function startBerth(config: Config, logger: Logger): Promise<RunningBerth> {
+  // Stopping happens in two parts. First, in this order: runs in flight are cancelled (their containers
+  // removed while Podman is still there), persistent agents are stopped (their event streams end only
+  // then), the API listener closes. Then every other resource, in reverse order of creation.
+  const stopFirst: (() => Promise<void>)[] = [];
   const cleanups: (() => Promise<void>)[] = [];
   const stopAll = async () => {
-    for (const cleanup of cleanups.reverse()) {
+    for (const cleanup of [...stopFirst.splice(0), ...cleanups.splice(0).reverse()]) {
       const started = Date.now();
       await cleanup().catch((error: unknown) => logger.error({ err: error }, 'cleanup step failed'));
       logger.debug({ step: cleanup.name || cleanup.toString().slice(0, 60), durationMs: Date.now() - started }, 'stopped');
@@ -145,11 +154,33 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     });
     await jobs.start();
 
-    // Runs first: cancelling them removes their containers while Podman is still there.
-    cleanups.push(async () => {
+    stopFirst.push(async () => {
       shutdown.abort();
       await runs.drain();
     });
+
+    // Persistent agents: one container each, stopped (and removed) at shutdown before the listener closes.
+    const agents = new AgentService({
+      runs,
+      sessions,
+      container: {
+        runtime,
+        engineAccess,
+        engineImage: config.agent.engineImage,
+        instanceId: config.instanceName,
+        pidsLimit: config.agent.pidsLimit,
+        network: config.agent.network,
+        workdirAutoCreate: config.agent.workdirAutoCreate,
+        log: logger,
+      },
+      defaultIdleTimeoutSeconds: config.agents.defaultIdleTimeoutSeconds,
+      idleTickMs: config.agents.idleTickMs,
+      exitedRetentionMs: config.agents.exitedRetentionMs,
+      maxPromptBytes: config.maxPromptBytes,
+      log: logger,
+      observer: { statusCounts: (counts) => Object.entries(counts).forEach(([status, n]) => metrics.agents.set({ status }, n)) },
+    });
+    stopFirst.push(() => agents.close());
 
     const app = await buildApp({
       config,
@@ -162,20 +193,29 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       extraRoutes: [
         (app) => registerJobRoutes(app, { jobs }),
         (app) => registerStreamRoutes(app, { runs, heartbeatMs: config.sse.heartbeatMs, subscribers: metrics.sseSubscribers }),
+        (app) => registerAgentRoutes(app, { agents, heartbeatMs: config.sse.heartbeatMs, subscribers: metrics.sseSubscribers }),
         (app) => registerSessionRoutes(app, { sessions: new SessionService({ store: sessions, maxPageSize: config.sessions.maxPageSize }) }),
+        (app) =>
+          registerImageRoutes(app, {
+            images: new ImageCatalog({
+              runtime,
+              probe: new ImageProbe(runtime),
+              policy: {
+                allowedPatterns: config.agent.allowedImagePatterns,
+                defaultImage: config.agent.image,
+                insecureRegistries: config.images.insecureRegistries,
+              },
+            }),
+          }),
       ],
     });
-    cleanups.push(() => app.close());
+    stopFirst.push(() => app.close());
     await app.listen({ host: config.address.host, port: config.address.port });
     const bound = app.server.address();
     const port = typeof bound === 'object' && bound ? bound.port : config.address.port;
     const url = `http://${config.address.host.includes(':') ? `[${config.address.host}]` : config.address.host}:${port}`;
     logger.info({ url, metrics: `http://${config.metricsAddress.host}:${metricsServer.port}/metrics` }, 'berth is listening');
 
-    // Listeners close first (no new work), then runs are cancelled, then the rest in reverse order.
-    const appClose = cleanups.pop()!;
-    const runsDrain = cleanups.pop()!;
-    cleanups.push(appClose, runsDrain);
     return {
       app,
       url,

@@ -37,6 +37,10 @@ const LAUNCH_SCRIPT = [
   `exec "$@" < ${PROMPT_FILE}`,
 ].join('\n');
 
+// The same script for a persistent agent: the engine keeps the container's stdin (attached by Berth),
+// where each turn arrives as one stream-json line.
+const INTERACTIVE_LAUNCH_SCRIPT = LAUNCH_SCRIPT.replace(`exec "$@" < ${PROMPT_FILE}`, 'exec "$@"');
+
 /** `it's` → `'it'\''s'`: a word the shell takes literally, whatever it contains. */
 export function shellQuote(argument: string): string {
   return `'${argument.replace(/'/g, `'\\''`)}'`;
@@ -57,17 +61,25 @@ export function buildEngineInvocation(options: {
   modelBaseUrl: string;
   offlineModel: boolean;
   lifecycle?: LifecyclePlan;
+  /**
+   * A persistent agent: turns arrive on stdin as stream-json lines (`--input-format stream-json`), so
+   * there is no prompt file, no title hook and no partial-message events; options.prompt is ignored.
+   */
+  interactive?: boolean;
 }): EngineInvocation {
   const { engine, session } = options;
-  const args: string[] = [ENGINE_BINARY, '-p', '--output-format', 'stream-json', '--verbose', '--include-partial-messages'];
-  const inputFiles: Record<string, string> = { prompt: options.prompt };
+  const interactive = options.interactive === true;
+  const args: string[] = interactive
+    ? [ENGINE_BINARY, '-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose']
+    : [ENGINE_BINARY, '-p', '--output-format', 'stream-json', '--verbose', '--include-partial-messages'];
+  const inputFiles: Record<string, string> = interactive ? {} : { prompt: options.prompt };
 
   switch (session.kind) {
     case 'new': {
       args.push('--session-id', session.sessionId);
       // A new session is titled from its first prompt (session-title.ts); resumed and forked sessions
       // keep the title their transcript already has.
-      const title = deriveSessionTitle(options.prompt);
+      const title = interactive ? undefined : deriveSessionTitle(options.prompt);
       if (title !== undefined) {
         inputFiles[TITLE_FILE_NAME] = titleHookOutput(title);
         args.push('--settings', TITLE_HOOK_SETTINGS);
@@ -123,5 +135,5 @@ export function buildEngineInvocation(options: {
     env.BERTH_HOOKS_TIMEOUT = String(Math.max(1, Math.ceil(options.lifecycle.timeoutMs / 1000)));
   }
 
-  return { command: ['/bin/sh', '-c', LAUNCH_SCRIPT, 'berth-launch', ...args], env, inputFiles };
+  return { command: ['/bin/sh', '-c', interactive ? INTERACTIVE_LAUNCH_SCRIPT : LAUNCH_SCRIPT, 'berth-launch', ...args], env, inputFiles };
 }

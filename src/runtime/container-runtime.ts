@@ -54,6 +54,18 @@ export interface ContainerSpec {
   readonly cpuShares: number;
   readonly pidsLimit: number;
   readonly network: string;
+  /** Keep the container's stdin open for attach() (persistent agents feed the engine turn by turn). */
+  readonly interactive?: boolean;
+}
+
+/** A started-or-created container's standard streams, attached over one connection. */
+export interface AttachedContainer {
+  /** The container's stdin; end() closes it (the process reads EOF). */
+  readonly stdin: NodeJS.WritableStream;
+  /** stdout/stderr from the moment of attaching until the container exits or close() is called. */
+  readonly output: AsyncIterable<OutputChunk>;
+  /** Drops the connection (stdin and output) without touching the container. */
+  close(): void;
 }
 
 export interface ContainerExit {
@@ -66,6 +78,45 @@ export interface ImageInfo {
   readonly user: string;
   readonly repoTags: readonly string[];
   readonly size: number;
+  readonly labels?: Readonly<Record<string, string>>;
+}
+
+/** One local image as listed: every repository:tag it carries (none for a dangling image). */
+export interface ImageSummary {
+  readonly id: string;
+  readonly repoTags: readonly string[];
+  readonly size: number;
+  readonly labels: Readonly<Record<string, string>>;
+}
+
+export interface PullOptions {
+  /** Verify the registry's TLS certificate (false for an insecure registry on plain HTTP). */
+  readonly tlsVerify: boolean;
+  readonly quiet: boolean;
+  readonly platform?: { readonly os: string; readonly arch: string; readonly variant?: string };
+}
+
+export interface PulledImage {
+  readonly id: string;
+}
+
+export interface RegistrySearchResult {
+  readonly name: string;
+  readonly description: string;
+  readonly stars: number;
+  readonly official: boolean;
+}
+
+/** A registry refused or failed a pull or a search; `notFound` when it answered that the image does not exist. */
+export class RegistryError extends RuntimeError {
+  constructor(
+    message: string,
+    readonly notFound: boolean,
+    options?: { cause?: unknown },
+  ) {
+    super(message, false, options);
+    this.name = 'RegistryError';
+  }
 }
 
 export interface OutputChunk {
@@ -87,6 +138,8 @@ export interface ContainerRuntime {
   startContainer(id: string): Promise<void>;
   /** Follows stdout/stderr from the container's start until it exits or the signal aborts. */
   followOutput(id: string, signal: AbortSignal): AsyncIterable<OutputChunk>;
+  /** Attaches to stdin/stdout/stderr of a container created with `interactive`; call before start to miss nothing. */
+  attach(id: string): Promise<AttachedContainer>;
   waitContainer(id: string): Promise<ContainerExit>;
   killContainer(id: string, signal?: string): Promise<void>;
   /** Forced removal; succeeds when the container is already gone. */
@@ -95,6 +148,13 @@ export interface ContainerRuntime {
   inspectImage(reference: string): Promise<ImageInfo | undefined>;
   /** Whether a path exists in the image's filesystem (probed without starting a container). */
   imageHasAnyPath(reference: string, paths: readonly string[]): Promise<boolean>;
+  /** Which of the paths exist in the image's filesystem: one probe container, one HEAD per path. */
+  existingImagePaths(reference: string, paths: readonly string[]): Promise<Set<string>>;
+  listImages(): Promise<ImageSummary[]>;
+  /** Pulls from the registry the reference names; throws RegistryError when the registry fails it. */
+  pullImage(reference: string, options: PullOptions): Promise<PulledImage>;
+  /** Searches registries for the term (`host:port/term` searches that registry only). */
+  searchImages(term: string, options: { readonly limit: number; readonly tlsVerify: boolean }): Promise<RegistrySearchResult[]>;
   secretExists(name: string): Promise<boolean>;
   listSecrets(): Promise<string[]>;
   createSecret(name: string, value: string): Promise<void>;

@@ -127,3 +127,17 @@ test('lifecycle hooks become a script of shell-escaped commands, create hooks on
   const resumed = buildEngineInvocation({ engine: {}, session: { kind: 'resume', sessionId: SESSION }, prompt: 'p', modelBaseUrl: 'u', offlineModel: false, lifecycle });
   assert.ok(!resumed.inputFiles['hooks.sh']!.includes('/tmp/created'));
 });
+
+test('interactive (persistent agent): turns come as stream-json on stdin, no prompt file, no partial messages', () => {
+  const invocation = buildEngineInvocation({
+    engine: {}, session: { kind: 'new', sessionId: SESSION }, prompt: 'ignored', modelBaseUrl: 'http://model:1', offlineModel: false, interactive: true,
+  });
+  const [, , script, , ...argv] = invocation.command;
+  assert.deepEqual(argv.slice(0, 6), ['/opt/claude/claude', '-p', '--input-format', 'stream-json', '--output-format', 'stream-json']);
+  assert.ok(argv.includes('--verbose'));
+  assert.ok(!argv.includes('--include-partial-messages'));
+  assert.equal(flagValue(argv, '--session-id'), SESSION);
+  assert.deepEqual(invocation.inputFiles, {});
+  assert.match(script!, /exec "\$@"$/);
+  assert.ok(!script!.includes('/tmp/berth-input/prompt'));
+});

@@ -2,6 +2,7 @@
 // Podman are translated into PodmanApiError here, once, so callers see one error type.
 import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
+import type { Duplex } from 'node:stream';
 import { RuntimeError } from '../container-runtime.js';
 
 const API_PREFIX = '/v4.0.0/libpod';
@@ -78,6 +79,17 @@ export class PodmanClient {
       throw new PodmanApiError(response.statusCode, `Podman ${options.method ?? 'GET'} ${path}: ${response.statusCode} ${message}`.trim());
     }
     return response;
+  }
+
+  /** An HTTP upgrade to a raw stream (libpod attach hijacks the connection with `Upgrade: tcp`). */
+  async upgrade(path: string, query: Record<string, string | number | boolean>): Promise<Duplex> {
+    const search = new URLSearchParams(Object.entries(query).map(([key, value]) => [key, String(value)]));
+    try {
+      const { socket } = await this.client.upgrade({ path: `${API_PREFIX}${path}?${search}`, method: 'POST', protocol: 'tcp' });
+      return socket;
+    } catch (error) {
+      throw new PodmanApiError(0, `Podman POST ${path}: upgrade failed: ${(error as Error).message}`, { cause: error });
+    }
   }
 
   async json<T>(path: string, options: RequestOptions = {}): Promise<T> {

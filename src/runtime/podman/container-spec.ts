@@ -47,7 +47,7 @@ export function toSpecGenerator(spec: ContainerSpec): Record<string, unknown> {
     pidns: { nsmode: 'private' },
     ipcns: { nsmode: 'private' },
     utsns: { nsmode: 'private' },
-    stdin: false,
+    stdin: spec.interactive === true,
     terminal: false,
     remove: false,
   };

@@ -1,19 +1,25 @@
 // ContainerRuntime over Podman's libpod REST API.
 import { randomBytes } from 'node:crypto';
 import type {
+  AttachedContainer,
   ContainerExit,
   ContainerRuntime,
   ContainerSpec,
   ContainerSummary,
   ImageInfo,
+  ImageSummary,
   InputFile,
   OutputChunk,
+  PulledImage,
+  PullOptions,
+  RegistrySearchResult,
 } from '../container-runtime.js';
-import { PROBE_LABEL } from '../container-runtime.js';
+import { PROBE_LABEL, RegistryError } from '../container-runtime.js';
 import { tarFiles } from '../tar.js';
 import { PodmanApiError, PodmanClient } from './client.js';
 import { toSpecGenerator } from './container-spec.js';
 import { demultiplex } from './multiplexed-stream.js';
+import { isRegistryNotFound, readPullStream } from './pull-stream.js';
 
 interface LibpodInspect {
   State: { ExitCode: number; OOMKilled: boolean; Status: string };
@@ -23,7 +29,22 @@ interface LibpodImage {
   Id: string;
   RepoTags?: string[] | null;
   Size?: number;
-  Config?: { User?: string };
+  Config?: { User?: string; Labels?: Record<string, string> | null };
+  Labels?: Record<string, string> | null;
+}
+
+interface LibpodImageSummary {
+  Id: string;
+  RepoTags?: string[] | null;
+  Size?: number;
+  Labels?: Record<string, string> | null;
+}
+
+interface LibpodSearchResult {
+  Name: string;
+  Description?: string;
+  Stars?: number;
+  Official?: string;
 }
 
 interface LibpodContainer {
@@ -44,11 +65,20 @@ export class PodmanRuntime implements ContainerRuntime {
   }
 
   async createContainer(spec: ContainerSpec): Promise<string> {
-    const created = await this.client.json<{ Id: string }>('/containers/create', {
-      method: 'POST',
-      json: toSpecGenerator(spec),
-    });
-    return created.Id;
+    // Podman 4.3 sometimes fails to mount an image (the engine image mount) while another container using
+    // it is being removed at the same moment; a second attempt succeeds. Only those 500s are retried, after
+    // removing whatever the failed attempt may have left under the name.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const created = await this.client.json<{ Id: string }>('/containers/create', { method: 'POST', json: toSpecGenerator(spec) });
+        return created.Id;
+      } catch (error) {
+        const transient = error instanceof PodmanApiError && error.statusCode >= 500 && /mount|overlay|layer/i.test(error.message);
+        if (!transient || attempt >= 3) throw error;
+        await this.removeContainer(spec.name).catch(() => undefined);
+        await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+      }
+    }
   }
 
   async putFiles(id: string, directory: string, files: readonly InputFile[]): Promise<void> {
@@ -74,6 +104,25 @@ export class PodmanRuntime implements ContainerRuntime {
     } catch (error) {
       if (!signal.aborted) throw error;
     }
+  }
+
+  async attach(id: string): Promise<AttachedContainer> {
+    const socket = await this.client.upgrade(`/containers/${id}/attach`, { stdin: true, stdout: true, stderr: true, stream: true });
+    // Without a TTY the hijacked stream is Docker-multiplexed; ending the write side closes the container's stdin.
+    // A write after the container ended fails with EPIPE: the end is reported by `output`, not as a crash.
+    socket.on('error', () => undefined);
+    return {
+      stdin: socket,
+      output: (async function* () {
+        try {
+          yield* demultiplex(socket as AsyncIterable<Buffer>);
+        } catch (error) {
+          // close() destroys the socket on purpose; that is an end, not a failure.
+          if (!socket.destroyed) throw error;
+        }
+      })(),
+      close: () => socket.destroy(),
+    };
   }
 
   async waitContainer(id: string): Promise<ContainerExit> {
@@ -109,10 +158,85 @@ export class PodmanRuntime implements ContainerRuntime {
       return undefined;
     }
     const image = (await response.body.json()) as LibpodImage;
-    return { id: image.Id, user: image.Config?.User ?? '', repoTags: image.RepoTags ?? [], size: image.Size ?? 0 };
+    return {
+      id: image.Id,
+      user: image.Config?.User ?? '',
+      repoTags: image.RepoTags ?? [],
+      size: image.Size ?? 0,
+      labels: image.Labels ?? image.Config?.Labels ?? {},
+    };
   }
 
   async imageHasAnyPath(reference: string, paths: readonly string[]): Promise<boolean> {
+    return this.withProbe(reference, async (probe) => {
+      for (const path of paths) {
+        if (await this.probeHasPath(probe, path)) return true;
+      }
+      return false;
+    });
+  }
+
+  async existingImagePaths(reference: string, paths: readonly string[]): Promise<Set<string>> {
+    return this.withProbe(reference, async (probe) => {
+      const found = await Promise.all(paths.map(async (path) => ((await this.probeHasPath(probe, path)) ? [path] : [])));
+      return new Set(found.flat());
+    });
+  }
+
+  async listImages(): Promise<ImageSummary[]> {
+    const images = await this.client.json<LibpodImageSummary[]>('/images/json');
+    return images.map((i) => ({ id: i.Id, repoTags: i.RepoTags ?? [], size: i.Size ?? 0, labels: i.Labels ?? {} }));
+  }
+
+  async pullImage(reference: string, options: PullOptions): Promise<PulledImage> {
+    let response;
+    try {
+      response = await this.client.request('/images/pull', {
+        method: 'POST',
+        query: {
+          reference,
+          tlsVerify: options.tlsVerify,
+          quiet: options.quiet,
+          OS: options.platform?.os,
+          Arch: options.platform?.arch,
+          Variant: options.platform?.variant,
+        },
+      });
+    } catch (error) {
+      throw this.registryError(error);
+    }
+    return readPullStream(response.body as AsyncIterable<Buffer>);
+  }
+
+  async searchImages(term: string, options: { readonly limit: number; readonly tlsVerify: boolean }): Promise<RegistrySearchResult[]> {
+    let results: LibpodSearchResult[];
+    try {
+      results = await this.client.json<LibpodSearchResult[]>('/images/search', {
+        query: { term, limit: options.limit, tlsVerify: options.tlsVerify },
+      });
+    } catch (error) {
+      throw this.registryError(error);
+    }
+    return results.map((r) => ({
+      name: r.Name,
+      description: r.Description ?? '',
+      stars: r.Stars ?? 0,
+      official: r.Official === '[OK]',
+    }));
+  }
+
+  /** Podman's answer about a registry as a RegistryError; an unreachable Podman stays what it is. */
+  private registryError(error: unknown): unknown {
+    if (!(error instanceof PodmanApiError) || error.statusCode === 0) return error;
+    return new RegistryError(error.message, error.statusCode === 404 || isRegistryNotFound(error.message), { cause: error });
+  }
+
+  private async probeHasPath(probeId: string, path: string): Promise<boolean> {
+    const status = await this.client.call(`/containers/${probeId}/archive`, { method: 'HEAD', query: { path }, accept: [404] });
+    return status === 200;
+  }
+
+  private async withProbe<T>(reference: string, use: (probeId: string) => Promise<T>): Promise<T> {
     // The archive endpoint needs a container; a created (never started) one costs a few ms and no process.
     const probe = await this.client.json<{ Id: string }>('/containers/create', {
       method: 'POST',
@@ -126,15 +250,7 @@ export class PodmanRuntime implements ContainerRuntime {
       },
     });
     try {
-      for (const path of paths) {
-        const status = await this.client.call(`/containers/${probe.Id}/archive`, {
-          method: 'HEAD',
-          query: { path },
-          accept: [404],
-        });
-        if (status === 200) return true;
-      }
-      return false;
+      return await use(probe.Id);
     } finally {
       await this.removeContainer(probe.Id);
     }

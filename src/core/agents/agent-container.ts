@@ -1,0 +1,181 @@
+// The container behind one persistent agent: created with an open stdin, attached before start (so no
+// output is missed), its output cut into lines for the agent, and stopped with SIGTERM then SIGKILL after
+// the grace period. Its container is removed in every case, and its session released afterwards.
+import type { Logger } from 'pino';
+import type { RunPlan } from '../run-plan.js';
+import type { PreparedSession } from '../sessions/session-store.js';
+import type { EngineAccess } from '../engine-access.js';
+import type { AttachedContainer, ContainerRuntime, ContainerSpec } from '../../runtime/container-runtime.js';
+import { INSTANCE_LABEL, RUN_LABEL } from '../../runtime/container-runtime.js';
+import { buildEngineInvocation } from '../../engine/command.js';
+import { ENGINE_CONFIG_DIR, ENGINE_MOUNT, INPUT_DIR_NAME, INPUT_PARENT_DIR, SECRET_ENV_DIR } from '../../engine/layout.js';
+import { LineReader, type ReadLine } from './line-reader.js';
+
+/** Spec "Agent stop": termination signal, then a kill after 5 s. */
+export const STOP_GRACE_MS = 5_000;
+
+export interface AgentContainerDependencies {
+  readonly runtime: ContainerRuntime;
+  readonly engineAccess: EngineAccess;
+  readonly engineImage: string;
+  readonly instanceId: string;
+  readonly pidsLimit: number;
+  readonly network: string;
+  readonly workdirAutoCreate: boolean;
+  readonly log: Logger;
+}
+
+/** Where the container's output and end go. */
+export interface AgentSink {
+  stdout(line: ReadLine): void;
+  stderr(line: ReadLine): void;
+  /** The engine ended; `reason` is the stop reason Berth gave, or what the exit says. */
+  exit(reason: string): void;
+}
+
+function lastLine(text: string): string {
+  return text.trim().split('\n').at(-1)?.slice(0, 500) ?? '';
+}
+
+export class AgentContainer {
+  private stopReason: string | undefined;
+  private stderrTail = '';
+  private monitoring: Promise<void> | undefined;
+
+  private constructor(
+    private readonly deps: AgentContainerDependencies,
+    readonly containerId: string,
+    private readonly attached: AttachedContainer,
+    private readonly session: PreparedSession,
+  ) {}
+
+  /** Creates, attaches and starts the container; on any failure nothing is left behind (the session is the caller's). */
+  static async start(deps: AgentContainerDependencies, agentId: string, plan: RunPlan, session: PreparedSession): Promise<AgentContainer> {
+    const access = deps.engineAccess.current();
+    const invocation = buildEngineInvocation({
+      engine: plan.engine,
+      session: session.engineSession,
+      prompt: '',
+      modelBaseUrl: access.baseUrl,
+      offlineModel: access.offline,
+      lifecycle: plan.container.lifecycle,
+      interactive: true,
+    });
+    const spec: ContainerSpec = {
+      name: `berth-${agentId}`,
+      image: plan.container.image,
+      command: invocation.command,
+      env: invocation.env,
+      workdir: plan.workdir,
+      createWorkdir: deps.workdirAutoCreate,
+      bindMounts: [
+        { hostPath: session.mountPath, containerPath: ENGINE_CONFIG_DIR, readOnly: false, options: [] },
+        ...plan.container.volumes.map((v) => ({ hostPath: v.hostPath, containerPath: v.containerPath, readOnly: v.readOnly, options: v.options })),
+      ],
+      imageMounts: [{ image: deps.engineImage, containerPath: ENGINE_MOUNT }],
+      secretFiles: [
+        { secret: access.secretName, containerPath: `${SECRET_ENV_DIR}/${access.variable}` },
+        ...plan.container.secretsEnv.map((s) => ({ secret: s.secret, containerPath: `${SECRET_ENV_DIR}/${s.variable}` })),
+      ],
+      labels: { [RUN_LABEL]: agentId, [INSTANCE_LABEL]: deps.instanceId },
+      memoryBytes: plan.container.memoryBytes,
+      cpus: plan.container.cpus,
+      cpuShares: plan.container.cpuShares,
+      pidsLimit: deps.pidsLimit,
+      network: deps.network,
+      interactive: true,
+    };
+    const { runtime } = deps;
+    let containerId: string | undefined;
+    let attached: AttachedContainer | undefined;
+    try {
+      containerId = await runtime.createContainer(spec);
+      const files = Object.entries(invocation.inputFiles);
+      if (files.length > 0) {
+        await runtime.putFiles(
+          containerId,
+          INPUT_PARENT_DIR,
+          files.map(([name, content]) => ({ path: `${INPUT_DIR_NAME}/${name}`, content: Buffer.from(content, 'utf8'), mode: 0o444 })),
+        );
+      }
+      attached = await runtime.attach(containerId);
+      await runtime.startContainer(containerId);
+      return new AgentContainer(deps, containerId, attached, session);
+    } catch (error) {
+      attached?.close();
+      if (containerId !== undefined) await runtime.removeContainer(containerId).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** One line on the engine's stdin. */
+  write(line: string): void {
+    if (!this.attached.stdin.writable) throw new Error('the engine\'s stdin is closed');
+    this.attached.stdin.write(`${line}\n`);
+  }
+
+  /** Feeds the sink until the engine has exited, then removes the container and releases the session. */
+  monitor(sink: AgentSink): Promise<void> {
+    this.monitoring ??= this.run(sink);
+    return this.monitoring;
+  }
+
+  /** SIGTERM, SIGKILL after the grace period; resolves when the container is gone. */
+  async stop(reason: string, graceMs = STOP_GRACE_MS): Promise<void> {
+    this.stopReason ??= reason;
+    const { runtime } = this.deps;
+    await runtime.killContainer(this.containerId, 'SIGTERM').catch(() => undefined);
+    const ended = this.monitoring ?? Promise.resolve();
+    let timer: NodeJS.Timeout | undefined;
+    const graceOver = await Promise.race([
+      ended.then(() => false),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), graceMs))),
+    ]);
+    clearTimeout(timer);
+    if (graceOver) await runtime.killContainer(this.containerId, 'SIGKILL').catch(() => undefined);
+    await ended;
+  }
+
+  private async run(sink: AgentSink): Promise<void> {
+    const { runtime, log } = this.deps;
+    const stdout = new LineReader();
+    const stderr = new LineReader();
+    let exitReason = 'agent: the engine exited';
+    try {
+      try {
+        for await (const chunk of this.attached.output) {
+          if (chunk.stream === 'stdout') for (const line of stdout.push(chunk.data)) sink.stdout(line);
+          else {
+            this.stderrTail = (this.stderrTail + chunk.data.toString('utf8')).slice(-4096);
+            for (const line of stderr.push(chunk.data)) sink.stderr(line);
+          }
+        }
+        for (const line of stdout.flush()) sink.stdout(line);
+        for (const line of stderr.flush()) sink.stderr(line);
+      } catch (error) {
+        log.warn({ err: error, containerId: this.containerId }, 'agent output stream failed');
+      }
+      // The attach stream ends with the container. Should it end first (connection lost), the engine's
+      // stdin is gone too and the agent is useless: make sure the container ends.
+      let timer: NodeJS.Timeout | undefined;
+      const exit = await Promise.race([
+        runtime.waitContainer(this.containerId),
+        new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), STOP_GRACE_MS))),
+      ]).catch(() => undefined);
+      clearTimeout(timer);
+      if (!exit) await runtime.killContainer(this.containerId, 'SIGKILL').catch(() => undefined);
+      if (exit) {
+        const tail = lastLine(this.stderrTail);
+        exitReason = `agent: the engine exited with code ${exit.exitCode}${exit.oomKilled ? ' (out of memory)' : ''}${tail ? `: ${tail}` : ''}`;
+      }
+    } finally {
+      // Resources first, then the exited event: a subscriber that sees it may rely on the container being gone.
+      this.attached.close();
+      await runtime.removeContainer(this.containerId).catch((error: unknown) => {
+        log.error({ err: error, containerId: this.containerId }, 'agent container removal failed; the reaper will retry at next start');
+      });
+      await this.session.release().catch((error: unknown) => log.error({ err: error }, 'agent session release failed'));
+      sink.exit(this.stopReason ?? exitReason);
+    }
+  }
+}

@@ -1,0 +1,192 @@
+// The persistent agents use case and the process-local registry: spawn (validated like a run, then one
+// container per agent), send, subscribe, list, delete, the idle watchdog, and stopping every agent at
+// shutdown. Exited agents stay in the registry for a retention period so their exit_error can be read.
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { BerthError, errors } from '../../errors.js';
+import type { EngineOptions, RunRequest } from '../run-request.js';
+import type { AcceptedRun } from '../runs/run-service.js';
+import { checkPrompt } from '../validation/text.js';
+import { Agent, READY_REQUEST } from './agent.js';
+import { AgentContainer, type AgentContainerDependencies } from './agent-container.js';
+import { AGENT_STATUSES, EXIT_REASONS, type AgentSnapshot, type AgentStatus } from './agent-types.js';
+import type { Subscription } from './subscription.js';
+import { IdleWatchdog, type Timers } from './watchdog.js';
+
+/** The body of POST /agents, as the wire schema shapes it. */
+export interface AgentSpawnRequest {
+  readonly prompt?: string;
+  readonly workdir?: string;
+  readonly idle_timeout_seconds?: number;
+  readonly disable_idle_timeout?: boolean;
+  readonly engine?: EngineOptions;
+}
+
+export interface AgentServiceDependencies {
+  /** Validation, image check and session taking, shared with runs. */
+  readonly runs: { accept(request: RunRequest): Promise<AcceptedRun> };
+  readonly sessions: { hide(sessionId: string): Promise<void> };
+  readonly container: AgentContainerDependencies;
+  readonly defaultIdleTimeoutSeconds: number;
+  readonly idleTickMs: number;
+  readonly exitedRetentionMs: number;
+  readonly maxPromptBytes: number;
+  readonly log: Logger;
+  readonly observer?: { statusCounts(counts: Readonly<Record<AgentStatus, number>>): void };
+  readonly now?: () => number;
+  readonly timers?: Timers;
+}
+
+interface Entry {
+  readonly agent: Agent;
+  readonly container: AgentContainer;
+  /** Resolves when the engine has exited and its container is removed. */
+  readonly ended: Promise<void>;
+  stopping?: Promise<void>;
+}
+
+// The run validation requires a prompt; an agent spawned without one is validated with this stand-in,
+// which is never sent to the engine.
+const NO_FIRST_PROMPT = 'berth: agent spawned without a first prompt';
+
+export class AgentService {
+  private readonly entries = new Map<string, Entry>();
+  private readonly watchdog: IdleWatchdog;
+  private closed = false;
+
+  constructor(private readonly deps: AgentServiceDependencies) {
+    this.watchdog = new IdleWatchdog(
+      {
+        agents: () => [...this.entries.values()].map((entry) => entry.agent),
+        stop: (agent, reason) => void this.stopEntry(agent.id, reason),
+        forget: (agent) => {
+          this.entries.delete(agent.id);
+          this.reportStatuses();
+        },
+      },
+      { tickMs: deps.idleTickMs, exitedRetentionMs: deps.exitedRetentionMs, now: deps.now, timers: deps.timers },
+    );
+    this.watchdog.start();
+    this.reportStatuses();
+  }
+
+  async spawn(request: AgentSpawnRequest): Promise<AgentSnapshot> {
+    if (this.closed) throw errors.agentSpawnFailed('the service is shutting down');
+    const idleTimeoutSeconds = this.idleTimeoutOf(request.idle_timeout_seconds);
+    if (request.prompt !== undefined && request.prompt.trim() === '') {
+      throw errors.invalid('prompt: must not be empty when given; omit it to start the agent without a first turn');
+    }
+    const accepted = await this.deps.runs.accept({
+      prompt: request.prompt ?? NO_FIRST_PROMPT,
+      ...(request.workdir !== undefined ? { workdir: request.workdir } : {}),
+      ...(request.engine !== undefined ? { engine: request.engine } : {}),
+    });
+    const { session } = accepted;
+    const agentId = `agent-${randomUUID()}`;
+    let container: AgentContainer;
+    try {
+      // A session the agent creates is its own: hidden from GET /sessions and its messages never served.
+      if (session.engineSession.kind === 'new' || session.engineSession.kind === 'fork') await this.deps.sessions.hide(session.sessionId);
+      container = await AgentContainer.start(this.deps.container, agentId, accepted.plan, session);
+    } catch (error) {
+      await session.release().catch(() => undefined);
+      if (error instanceof BerthError) throw error;
+      this.deps.log.error({ err: error, agentId }, 'agent spawn failed');
+      throw errors.agentSpawnFailed((error as Error).message);
+    }
+
+    const disabled = request.disable_idle_timeout === true;
+    const agent = new Agent({
+      id: agentId,
+      sessionId: session.sessionId,
+      idleTimeoutSeconds,
+      idleTimeoutDisabled: disabled,
+      ...(request.prompt !== undefined ? { firstPrompt: accepted.plan.prompt } : {}),
+      write: (line) => container.write(line),
+      now: this.deps.now,
+      onStatus: () => this.reportStatuses(),
+    });
+    const ended = container.monitor(agent);
+    this.entries.set(agentId, { agent, container, ended });
+    this.reportStatuses();
+    if (disabled) {
+      this.deps.log.warn({ agentId }, 'agent spawned with disable_idle_timeout: it runs until DELETE /agents/:id or service shutdown');
+    }
+    this.deps.log.info({ agentId, sessionId: session.sessionId, containerId: container.containerId }, 'agent spawned');
+    try {
+      container.write(READY_REQUEST);
+    } catch {
+      // The engine is already gone; its exit ends the agent.
+    }
+    return agent.snapshot();
+  }
+
+  list(): AgentSnapshot[] {
+    return [...this.entries.values()].map((entry) => entry.agent.snapshot()).sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
+  }
+
+  get(id: string): AgentSnapshot {
+    return this.entry(id).agent.snapshot();
+  }
+
+  send(id: string, prompt: string): { turn_id: string } {
+    const { agent } = this.entry(id);
+    const text = checkPrompt(prompt, this.deps.maxPromptBytes);
+    return { turn_id: agent.send(text) };
+  }
+
+  subscribe(id: string): Subscription {
+    return this.entry(id).agent.subscribe();
+  }
+
+  /** DELETE: stops a live agent (its record stays for the retention, as exited); forgets an exited one. */
+  async remove(id: string): Promise<void> {
+    const entry = this.entry(id);
+    if (entry.agent.status === 'exited') {
+      await entry.ended;
+      this.entries.delete(id);
+      this.reportStatuses();
+      return;
+    }
+    await this.stopEntry(id, EXIT_REASONS.deleted);
+  }
+
+  /** Shutdown: no more spawns, every live agent stopped and its container removed. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.watchdog.stop();
+    await Promise.allSettled([...this.entries.keys()].map((id) => this.stopEntry(id, EXIT_REASONS.shutdown)));
+  }
+
+  private stopEntry(id: string, reason: string): Promise<void> {
+    const entry = this.entries.get(id);
+    if (!entry) return Promise.resolve();
+    if (entry.agent.status === 'exited') return entry.ended;
+    entry.stopping ??= entry.container.stop(reason).catch((error: unknown) => {
+      this.deps.log.error({ err: error, agentId: id }, 'agent stop failed');
+    });
+    this.deps.log.info({ agentId: id, reason }, 'stopping agent');
+    return entry.stopping;
+  }
+
+  private entry(id: string): Entry {
+    const entry = this.entries.get(id);
+    if (!entry) throw errors.agentNotFound(id);
+    return entry;
+  }
+
+  private idleTimeoutOf(seconds: number | undefined): number {
+    if (seconds === undefined || seconds === 0) return this.deps.defaultIdleTimeoutSeconds;
+    if (!Number.isInteger(seconds) || seconds < 0) {
+      throw errors.invalid('idle_timeout_seconds: must be a whole number of seconds ≥ 0 (0 keeps the default)');
+    }
+    return seconds;
+  }
+
+  private reportStatuses(): void {
+    if (!this.deps.observer) return;
+    const counts = Object.fromEntries(AGENT_STATUSES.map((status) => [status, 0])) as Record<AgentStatus, number>;
+    for (const { agent } of this.entries.values()) counts[agent.status] += 1;
+    this.deps.observer.statusCounts(counts);
+  }
+}

@@ -1,0 +1,40 @@
+// The persistent agent's public shapes: its statuses, the snapshot the API answers with, and the events
+// its subscribers receive (spec: "Agent snapshot", "Agent event", "Persistent agent statuses").
+
+export const AGENT_STATUSES = ['starting', 'idle', 'generating', 'exited'] as const;
+export type AgentStatus = (typeof AGENT_STATUSES)[number];
+
+export interface AgentSnapshot {
+  readonly id: string;
+  readonly session_id: string;
+  readonly status: AgentStatus;
+  readonly created_at: string;
+  readonly last_activity_at: string;
+  readonly idle_timeout_seconds: number;
+  readonly turns_completed: number;
+  /** Present (true) only when the idle watchdog is disabled. */
+  readonly idle_timeout_disabled?: true;
+  /** Set once the agent has exited: why it stopped. */
+  readonly exit_error?: string;
+}
+
+export const AGENT_EVENT_TYPES = ['turn_start', 'output', 'turn_end', 'error', 'exited', 'closed'] as const;
+export type AgentEventType = (typeof AGENT_EVENT_TYPES)[number];
+
+/** One event as sent on the stream: `event: <type>` and `data: <this as JSON>` (closed: `data: {}`). */
+export interface AgentEvent {
+  readonly type: AgentEventType;
+  /** The turn the event belongs to; absent for events outside any turn. */
+  readonly turn_id?: string;
+  /** output: the engine's stdout line verbatim; error and exited: the error text. */
+  readonly content?: string;
+  readonly at: string;
+}
+
+/** exit_error texts Berth chooses itself; an engine exit carries its code and last stderr line instead. */
+export const EXIT_REASONS = {
+  idleTimeout: 'agent: idle timeout reached',
+  deleted: 'agent: stopped by DELETE /agents/:id',
+  shutdown: 'agent: stopped because the service is shutting down',
+  startTimeout: 'agent: the engine did not become ready in time',
+} as const;

@@ -1,0 +1,227 @@
+// One persistent agent's lifecycle, as a state machine fed by its engine's output:
+//   starting --first stdout line--> idle --send--> generating --result line--> idle ... --stop/exit--> exited
+// It owns the status, the turn bookkeeping and the event fan-out; it does no I/O of its own except the
+// `write` it is given (the engine's stdin), so it is tested without a container.
+import { randomUUID } from 'node:crypto';
+import { BerthError, errors } from '../../errors.js';
+import type { AgentEvent, AgentEventType, AgentSnapshot, AgentStatus } from './agent-types.js';
+import { truncationMarker, type ReadLine } from './line-reader.js';
+import { EventFanout, SUBSCRIBER_BUFFER, type Subscription } from './subscription.js';
+
+/** Sent first on stdin: the engine answers with one control_response line when it is ready for turns. */
+export const READY_REQUEST_ID = 'berth-ready';
+export const READY_REQUEST = JSON.stringify({ type: 'control_request', request_id: READY_REQUEST_ID, request: { subtype: 'initialize' } });
+
+/** One turn as the engine's stream-json input expects it. */
+export function turnLine(prompt: string): string {
+  return JSON.stringify({ type: 'user', message: { role: 'user', content: prompt } });
+}
+
+export interface AgentOptions {
+  readonly id: string;
+  readonly sessionId: string;
+  readonly idleTimeoutSeconds: number;
+  readonly idleTimeoutDisabled: boolean;
+  /** Sent as the first turn as soon as the engine is ready. */
+  readonly firstPrompt?: string;
+  /** Writes one line to the engine's stdin. */
+  readonly write: (line: string) => void;
+  readonly now?: () => number;
+  readonly newTurnId?: () => string;
+  readonly subscriberBuffer?: number;
+  /** Called after every status change (metrics). */
+  readonly onStatus?: () => void;
+}
+
+type TurnResult = { readonly failed: false } | { readonly failed: true; readonly message: string };
+
+/** Whether a stdout line is the engine's end-of-turn `result` line, and how the turn ended. */
+export function turnResultOf(line: ReadLine): TurnResult | undefined {
+  if (line.kind === 'truncated') {
+    if (!line.resultMark) return undefined;
+    return line.errorMark ? { failed: true, message: 'turn failed (its result line was truncated)' } : { failed: false };
+  }
+  // The engine puts `type` late in its result line; the substring test keeps JSON.parse off other lines.
+  if (!line.text.includes('"result"')) return undefined;
+  try {
+    const parsed = JSON.parse(line.text) as { type?: unknown; is_error?: unknown; result?: unknown; subtype?: unknown };
+    if (parsed.type !== 'result') return undefined;
+    if (parsed.is_error !== true) return { failed: false };
+    const message = typeof parsed.result === 'string' && parsed.result !== '' ? parsed.result : `turn failed (${String(parsed.subtype ?? 'error')})`;
+    return { failed: true, message };
+  } catch {
+    return undefined;
+  }
+}
+
+export class Agent {
+  readonly id: string;
+  readonly sessionId: string;
+  readonly createdAtMs: number;
+  private statusValue: AgentStatus = 'starting';
+  private lastActivityMs: number;
+  private turnsCompleted = 0;
+  private currentTurn: string | undefined;
+  private lastTurn: string | undefined;
+  private exitErrorValue: string | undefined;
+  private exitedAtMs: number | undefined;
+  private readonly fanout: EventFanout;
+  private readonly now: () => number;
+  private readonly newTurnId: () => string;
+
+  constructor(private readonly options: AgentOptions) {
+    this.id = options.id;
+    this.sessionId = options.sessionId;
+    this.now = options.now ?? Date.now;
+    this.newTurnId = options.newTurnId ?? (() => `turn-${randomUUID()}`);
+    this.createdAtMs = this.now();
+    this.lastActivityMs = this.createdAtMs;
+    this.fanout = new EventFanout(options.subscriberBuffer ?? SUBSCRIBER_BUFFER);
+  }
+
+  get status(): AgentStatus {
+    return this.statusValue;
+  }
+
+  get exitError(): string | undefined {
+    return this.exitErrorValue;
+  }
+
+  get exitedAt(): number | undefined {
+    return this.exitedAtMs;
+  }
+
+  get subscriberCount(): number {
+    return this.fanout.count;
+  }
+
+  snapshot(): AgentSnapshot {
+    return {
+      id: this.id,
+      session_id: this.sessionId,
+      status: this.statusValue,
+      created_at: new Date(this.createdAtMs).toISOString(),
+      last_activity_at: new Date(this.lastActivityMs).toISOString(),
+      idle_timeout_seconds: this.options.idleTimeoutSeconds,
+      turns_completed: this.turnsCompleted,
+      ...(this.options.idleTimeoutDisabled ? { idle_timeout_disabled: true as const } : {}),
+      ...(this.exitErrorValue !== undefined ? { exit_error: this.exitErrorValue } : {}),
+    };
+  }
+
+  /** A new subscriber; an exited agent's subscription holds only its exited and closed events. */
+  subscribe(): Subscription {
+    const subscription = this.fanout.subscribe();
+    if (this.statusValue === 'exited') subscription.finish(this.finalEvents());
+    return subscription;
+  }
+
+  /** Accepts a turn, or refuses it with the spec's status: 503 starting, 409 generating, 410 exited. */
+  send(prompt: string): string {
+    this.checkCanSend();
+    const turnId = this.newTurnId();
+    this.currentTurn = turnId;
+    this.lastTurn = turnId;
+    this.lastActivityMs = this.now();
+    this.setStatus('generating');
+    this.emit('turn_start');
+    try {
+      this.options.write(turnLine(prompt));
+    } catch (error) {
+      // The engine's stdin is gone: the process is ending, and its exit will end the agent.
+      this.emit('error', `could not send the turn to the engine: ${(error as Error).message}`);
+    }
+    return turnId;
+  }
+
+  checkCanSend(): void {
+    const refusal = this.refusal();
+    if (refusal) throw refusal;
+  }
+
+  stdout(line: ReadLine): void {
+    if (this.statusValue === 'exited') return;
+    if (this.statusValue === 'starting') {
+      this.setStatus('idle');
+      const isReadyAnswer = line.kind === 'line' && line.text.includes(`"request_id":"${READY_REQUEST_ID}"`);
+      if (!isReadyAnswer) this.emit('output', this.contentOf(line));
+      if (this.options.firstPrompt !== undefined) this.send(this.options.firstPrompt);
+      return;
+    }
+    this.emit('output', this.contentOf(line));
+    if (this.statusValue !== 'generating') return;
+    const result = turnResultOf(line);
+    if (!result) return;
+    if (result.failed) this.emit('error', result.message);
+    else {
+      this.turnsCompleted += 1;
+      this.emit('turn_end');
+    }
+    this.currentTurn = undefined;
+    this.lastActivityMs = this.now();
+    this.setStatus('idle');
+  }
+
+  stderr(line: ReadLine): void {
+    if (this.statusValue === 'exited') return;
+    this.emit('error', line.kind === 'line' ? line.text : truncationMarker(line.bytes));
+  }
+
+  /** The engine is gone (or being stopped): final exited event, then every subscription closes. */
+  exit(reason: string): void {
+    if (this.statusValue === 'exited') return;
+    this.exitErrorValue = reason;
+    this.exitedAtMs = this.now();
+    this.currentTurn = undefined;
+    this.setStatus('exited');
+    this.fanout.finish(this.finalEvents());
+  }
+
+  /** Whether the idle watchdog should stop this agent at `nowMs`. */
+  idleExpired(nowMs: number): boolean {
+    return (
+      this.statusValue === 'idle' &&
+      !this.options.idleTimeoutDisabled &&
+      nowMs - this.lastActivityMs >= this.options.idleTimeoutSeconds * 1000
+    );
+  }
+
+  private refusal(): BerthError | undefined {
+    switch (this.statusValue) {
+      case 'starting':
+        return errors.agentNotReady(this.id);
+      case 'generating':
+        return errors.agentBusy(this.id);
+      case 'exited':
+        return errors.agentExited(this.id, this.exitErrorValue ?? 'stopped');
+      case 'idle':
+        return undefined;
+    }
+  }
+
+  private contentOf(line: ReadLine): string {
+    return line.kind === 'line' ? line.text : truncationMarker(line.bytes);
+  }
+
+  private finalEvents(): AgentEvent[] {
+    const at = new Date(this.exitedAtMs ?? this.now()).toISOString();
+    return [
+      { type: 'exited', ...(this.lastTurn ? { turn_id: this.lastTurn } : {}), content: this.exitErrorValue ?? '', at },
+      { type: 'closed', at },
+    ];
+  }
+
+  private emit(type: AgentEventType, content?: string): void {
+    this.fanout.publish({
+      type,
+      ...(this.currentTurn ? { turn_id: this.currentTurn } : {}),
+      ...(content !== undefined ? { content } : {}),
+      at: new Date(this.now()).toISOString(),
+    });
+  }
+
+  private setStatus(status: AgentStatus): void {
+    this.statusValue = status;
+    this.options.onStatus?.();
+  }
+}

@@ -1,0 +1,99 @@
+// Fan-out of an agent's events to any number of subscribers, each with its own bounded buffer: a slow
+// subscriber loses events (counted in `dropped`) instead of slowing the agent or growing without bound.
+// The end of a subscription (exited, then closed) is always delivered, beyond the capacity if need be,
+// so that every subscriber learns why its stream ends.
+import type { AgentEvent } from './agent-types.js';
+
+export const SUBSCRIBER_BUFFER = 32;
+
+export class Subscription implements AsyncIterable<AgentEvent> {
+  private readonly queue: AgentEvent[] = [];
+  private waiting: (() => void) | undefined;
+  private ended = false;
+  dropped = 0;
+
+  constructor(
+    private readonly capacity: number,
+    private readonly onClose: (subscription: Subscription) => void,
+  ) {}
+
+  /** Queues an event; false when the buffer was full and the event was dropped. */
+  push(event: AgentEvent): boolean {
+    if (this.ended) return false;
+    if (this.queue.length >= this.capacity) {
+      this.dropped += 1;
+      return false;
+    }
+    this.queue.push(event);
+    this.wake();
+    return true;
+  }
+
+  /** Queues the final events whatever the buffer holds, then ends the subscription. */
+  finish(finalEvents: readonly AgentEvent[]): void {
+    if (this.ended) return;
+    this.queue.push(...finalEvents);
+    this.ended = true;
+    this.wake();
+  }
+
+  /** The subscriber leaves (client disconnected): nothing more is queued. */
+  close(): void {
+    if (!this.ended) this.ended = true;
+    this.queue.length = 0;
+    this.onClose(this);
+    this.wake();
+  }
+
+  get size(): number {
+    return this.queue.length;
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<AgentEvent> {
+    try {
+      for (;;) {
+        const next = this.queue.shift();
+        if (next) {
+          yield next;
+          continue;
+        }
+        if (this.ended) return;
+        await new Promise<void>((resolve) => (this.waiting = resolve));
+      }
+    } finally {
+      this.close();
+    }
+  }
+
+  private wake(): void {
+    const waiting = this.waiting;
+    this.waiting = undefined;
+    waiting?.();
+  }
+}
+
+export class EventFanout {
+  private readonly subscriptions = new Set<Subscription>();
+
+  constructor(private readonly capacity = SUBSCRIBER_BUFFER) {}
+
+  subscribe(): Subscription {
+    const subscription = new Subscription(this.capacity, (s) => this.subscriptions.delete(s));
+    this.subscriptions.add(subscription);
+    return subscription;
+  }
+
+  publish(event: AgentEvent): void {
+    for (const subscription of this.subscriptions) subscription.push(event);
+  }
+
+  /** Delivers the final events to every subscriber and ends them all. */
+  finish(finalEvents: readonly AgentEvent[]): void {
+    for (const subscription of [...this.subscriptions]) subscription.finish(finalEvents);
+    this.subscriptions.clear();
+  }
+
+  get count(): number {
+    return this.subscriptions.size;
+  }
+}

@@ -1,0 +1,159 @@
+// The /agents resource: persistent agents. Each handler decodes, makes one AgentService call and answers;
+// the stream handler hands the agent's subscription to the SSE helper.
+import type { FastifyInstance } from 'fastify';
+import { once } from 'node:events';
+import { Type, type Static } from '@sinclair/typebox';
+import { EngineOptionsSchema } from '../../core/run-request.js';
+import type { AgentService } from '../../core/agents/agent-service.js';
+import { AGENT_STATUSES } from '../../core/agents/agent-types.js';
+import { errorResponses } from '../schemas.js';
+import { streamEvents } from '../sse.js';
+
+const AgentSnapshotSchema = Type.Object({
+  id: Type.String({ description: 'Agent id, prefix agent-' }),
+  session_id: Type.String({ format: 'uuid' }),
+  status: Type.Union(AGENT_STATUSES.map((status) => Type.Literal(status))),
+  created_at: Type.String({ format: 'date-time' }),
+  last_activity_at: Type.String({ format: 'date-time', description: 'Updated on every send and at the end of every turn.' }),
+  idle_timeout_seconds: Type.Integer({ description: 'Effective idle timeout.' }),
+  turns_completed: Type.Integer({ description: 'Turns that ended with turn_end.' }),
+  idle_timeout_disabled: Type.Optional(Type.Literal(true, { description: 'Present only when the idle watchdog is disabled.' })),
+  exit_error: Type.Optional(Type.String({ description: 'Why the agent stopped; set once it has exited.' })),
+});
+
+const SpawnBodySchema = Type.Object(
+  {
+    prompt: Type.Optional(Type.String({ description: 'Optional first turn, sent as soon as the engine is ready.' })),
+    workdir: Type.Optional(Type.String({ description: 'Working directory inside the container. Default /workspace.' })),
+    idle_timeout_seconds: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: 31_536_000, description: 'Idle timeout in seconds; 0 keeps the default (SERVICE_AGENT_IDLE_TIMEOUT, 1800).' }),
+    ),
+    disable_idle_timeout: Type.Optional(Type.Boolean({ description: 'No idle watchdog: the agent lives until DELETE or service shutdown.' })),
+    engine: Type.Optional(EngineOptionsSchema),
+  },
+  { additionalProperties: false },
+);
+
+const SendBodySchema = Type.Object({ prompt: Type.String({ description: 'The turn\'s text.' }) }, { additionalProperties: false });
+const IdParams = Type.Object({ id: Type.String() });
+type IdParams = Static<typeof IdParams>;
+
+const EVENTS = [
+  'Each frame is `event: <type>` and `data: <JSON>` with type, turn_id, content, at.',
+  'turn_start: a send was accepted; output: one engine stdout line, verbatim, in content (a line over 10 MiB is replaced by {"type":"berth_truncated",...});',
+  'turn_end: the turn completed; error: the engine wrote to stderr or the turn failed (content is the text);',
+  'exited: the agent stopped (content is its exit_error); closed: the stream ends (data {}).',
+  'Each subscriber has a buffer of 32 events; events for a subscriber whose buffer is full are dropped. Comment lines `: ping` are heartbeats.',
+].join(' ');
+
+export interface AgentRouteDependencies {
+  readonly agents: AgentService;
+  readonly heartbeatMs: number;
+  readonly subscribers?: { inc(): void; dec(): void };
+}
+
+export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDependencies): void {
+  const { agents } = deps;
+
+  app.post<{ Body: Static<typeof SpawnBodySchema> }>(
+    '/agents',
+    {
+      schema: {
+        tags: ['agents'],
+        summary: 'Spawn a persistent agent (one engine process in one container)',
+        body: SpawnBodySchema,
+        response: { 200: AgentSnapshotSchema, ...errorResponses(400, 401, 404, 409, 413, 429, 500, 503) },
+      },
+    },
+    async (request) => agents.spawn(request.body ?? {}),
+  );
+
+  app.get(
+    '/agents',
+    {
+      schema: {
+        tags: ['agents'],
+        summary: 'List the agents of this service instance, exited ones included until their retention ends',
+        response: { 200: Type.Object({ agents: Type.Array(AgentSnapshotSchema) }), ...errorResponses(401, 429) },
+      },
+    },
+    async () => ({ agents: agents.list() }),
+  );
+
+  app.get<{ Params: IdParams }>(
+    '/agents/:id',
+    {
+      schema: {
+        tags: ['agents'],
+        summary: 'Read an agent\'s snapshot',
+        params: IdParams,
+        response: { 200: AgentSnapshotSchema, ...errorResponses(401, 404, 429) },
+      },
+    },
+    async (request) => agents.get(request.params.id),
+  );
+
+  app.post<{ Params: IdParams; Body: Static<typeof SendBodySchema> }>(
+    '/agents/:id/send',
+    {
+      schema: {
+        tags: ['agents'],
+        summary: 'Send a turn; answers at once, the output arrives on the stream',
+        params: IdParams,
+        body: SendBodySchema,
+        response: { 200: Type.Object({ turn_id: Type.String({ description: 'prefix turn-' }) }), ...errorResponses(400, 401, 404, 409, 410, 413, 429, 503) },
+      },
+    },
+    async (request) => agents.send(request.params.id, request.body.prompt),
+  );
+
+  app.get<{ Params: IdParams }>(
+    '/agents/:id/stream',
+    {
+      schema: {
+        tags: ['agents'],
+        summary: 'Follow an agent\'s events as Server-Sent Events',
+        description: EVENTS,
+        params: IdParams,
+        response: {
+          200: { description: EVENTS, content: { 'text/event-stream': { schema: Type.String() } } },
+          ...errorResponses(401, 404, 429),
+        },
+      },
+    },
+    async (request, reply) => {
+      const subscription = agents.subscribe(request.params.id);
+      await streamEvents(reply, { heartbeatMs: deps.heartbeatMs, subscribers: deps.subscribers }, async (channel) => {
+        const leave = () => subscription.close();
+        channel.signal.addEventListener('abort', leave, { once: true });
+        if (channel.signal.aborted) leave();
+        try {
+          for await (const event of subscription) {
+            channel.send(event.type === 'closed' ? {} : event, event.type);
+            // Wait for a slow client here, so its subscription buffer (not the socket) fills and drops.
+            if (reply.raw.writableNeedDrain) await once(reply.raw, 'drain', { signal: channel.signal }).catch(() => undefined);
+          }
+        } finally {
+          channel.signal.removeEventListener('abort', leave);
+          leave();
+        }
+      });
+    },
+  );
+
+  app.delete<{ Params: IdParams }>(
+    '/agents/:id',
+    {
+      schema: {
+        tags: ['agents'],
+        summary: 'Stop an agent (SIGTERM, SIGKILL after 5 s) and remove its container',
+        params: IdParams,
+        response: { 204: Type.Null({ description: 'Stopped; no body.' }), ...errorResponses(401, 404, 429) },
+      },
+    },
+    async (request, reply) => {
+      await agents.remove(request.params.id);
+      return reply.code(204).send();
+    },
+  );
+}

@@ -1,0 +1,109 @@
+// GET /images, GET /images/search, GET /images/:name (also /images/<name with slashes>), POST /images/pull.
+import { Type, type Static } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import type { ImageCatalog } from '../../core/images/image-catalog.js';
+import { SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX } from '../../core/images/image-catalog.js';
+import { SEARCH_TERM_MAX_LENGTH } from '../../core/images/image-requests.js';
+import { IMAGE_REFERENCE_MAX_LENGTH } from '../../core/validation/images.js';
+import { errorResponses } from '../schemas.js';
+
+const ImageSchema = Type.Object({
+  repository: Type.String({ description: 'Fully qualified, e.g. localhost/berth-agent or docker.io/library/python' }),
+  tag: Type.String({ description: 'Empty when the image was named by digest only' }),
+  id: Type.String({ description: 'Image id' }),
+  size: Type.Integer({ description: 'Bytes, as Podman lists it' }),
+  compatibility_rank: Type.Integer({
+    minimum: 1,
+    maximum: 4,
+    description: '1 official agent image, 2 verified compatible (glibc, bash and git), 3 standard glibc, 4 incompatible (Alpine/musl or no C library)',
+  }),
+  compatible: Type.Boolean({ description: 'False for rank 4: the engine cannot run in it' }),
+  tools: Type.Array(Type.String(), { description: 'Tools found in /usr/bin, /bin or /usr/local/bin' }),
+  allowed: Type.Boolean({ description: 'Whether SERVICE_AGENT_ALLOWED_IMAGE_PATTERNS lets runs and pulls use it' }),
+});
+
+const SearchQuerySchema = Type.Object({
+  q: Type.String({ minLength: 1, maxLength: SEARCH_TERM_MAX_LENGTH, description: 'Search term; `host:port/term` searches that registry only' }),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: SEARCH_LIMIT_MAX, default: SEARCH_LIMIT_DEFAULT, description: `Results; default ${SEARCH_LIMIT_DEFAULT}, at most ${SEARCH_LIMIT_MAX}` })),
+});
+
+const SearchResultSchema = Type.Object({
+  name: Type.String(),
+  description: Type.String(),
+  stars: Type.Integer(),
+  official: Type.Boolean(),
+});
+
+const NameParamsSchema = Type.Object({
+  name: Type.String({ description: 'Image reference such as localhost/berth-agent:0.1.0-alpha; encode "/" as %2F, or use the unencoded form /images/<reference>' }),
+});
+
+const WildcardParamsSchema = Type.Object({ '*': Type.String() });
+
+const PullBodySchema = Type.Object(
+  {
+    image: Type.String({ minLength: 1, maxLength: IMAGE_REFERENCE_MAX_LENGTH, description: 'Reference to pull; must match SERVICE_AGENT_ALLOWED_IMAGE_PATTERNS' }),
+    quiet: Type.Optional(Type.Boolean({ description: 'Suppress Podman\'s progress output (the response is the same)' })),
+    platform: Type.Optional(Type.String({ maxLength: 64, description: 'os/arch[/variant], e.g. linux/amd64; default the host\'s' })),
+  },
+  { additionalProperties: false },
+);
+
+const PullResponseSchema = Type.Object({
+  success: Type.Literal(true),
+  image_id: Type.String(),
+  image: Type.String({ description: 'The fully qualified reference that was pulled' }),
+});
+
+export function registerImageRoutes(app: FastifyInstance, deps: { images: ImageCatalog }): void {
+  app.get(
+    '/images',
+    {
+      schema: {
+        tags: ['images'],
+        summary: 'Local images, best compatibility rank first, then by repository:tag',
+        response: { 200: Type.Object({ images: Type.Array(ImageSchema) }), ...errorResponses(401, 429, 503) },
+      },
+    },
+    async () => ({ images: await deps.images.list() }),
+  );
+
+  app.get<{ Querystring: Static<typeof SearchQuerySchema> }>(
+    '/images/search',
+    {
+      schema: {
+        tags: ['images'],
+        summary: 'Search registries for images',
+        querystring: SearchQuerySchema,
+        response: { 200: Type.Object({ results: Type.Array(SearchResultSchema) }), ...errorResponses(400, 401, 429, 502, 503) },
+      },
+    },
+    async (request) => ({ results: await deps.images.search(request.query.q, request.query.limit) }),
+  );
+
+  app.post<{ Body: Static<typeof PullBodySchema> }>(
+    '/images/pull',
+    {
+      schema: {
+        tags: ['images'],
+        summary: 'Pull an image from its registry (allowlisted references only)',
+        body: PullBodySchema,
+        response: { 200: PullResponseSchema, ...errorResponses(400, 401, 404, 429, 502, 503) },
+      },
+    },
+    async (request) => deps.images.pull(request.body),
+  );
+
+  const oneImage = { tags: ['images'], response: { 200: ImageSchema, ...errorResponses(400, 401, 404, 429, 503) } };
+  app.get<{ Params: Static<typeof NameParamsSchema> }>(
+    '/images/:name',
+    { schema: { ...oneImage, summary: 'One local image by reference', params: NameParamsSchema } },
+    async (request) => deps.images.get(request.params.name),
+  );
+  // The same with the reference's slashes left unencoded: /images/localhost/berth-agent:0.1.0-alpha.
+  app.get<{ Params: Static<typeof WildcardParamsSchema> }>(
+    '/images/*',
+    { schema: { ...oneImage, hide: true, params: WildcardParamsSchema } },
+    async (request) => deps.images.get(request.params['*']),
+  );
+}
