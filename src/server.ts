@@ -104,16 +104,15 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     if (config.webhooks.signingSecret === '') logger.warn('SERVICE_WEBHOOK_SIGNING_SECRET is empty: webhooks are sent unsigned');
 
     const shutdown = new AbortController();
-    const executor = new RunExecutor({
-      runtime,
+    const containerSettings = {
       engineAccess,
       engineImage: config.agent.engineImage,
       instanceId: config.instanceName,
       pidsLimit: config.agent.pidsLimit,
       network: config.agent.network,
       workdirAutoCreate: config.agent.workdirAutoCreate,
-      log: logger,
-    });
+    };
+    const executor = new RunExecutor({ ...containerSettings, runtime, log: logger });
     const runs = new RunService({
       config,
       runtime,
@@ -163,16 +162,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     const agents = new AgentService({
       runs,
       sessions,
-      container: {
-        runtime,
-        engineAccess,
-        engineImage: config.agent.engineImage,
-        instanceId: config.instanceName,
-        pidsLimit: config.agent.pidsLimit,
-        network: config.agent.network,
-        workdirAutoCreate: config.agent.workdirAutoCreate,
-        log: logger,
-      },
+      container: { ...containerSettings, runtime, log: logger },
       defaultIdleTimeoutSeconds: config.agents.defaultIdleTimeoutSeconds,
       idleTickMs: config.agents.idleTickMs,
       exitedRetentionMs: config.agents.exitedRetentionMs,

@@ -4,24 +4,16 @@
 import type { Logger } from 'pino';
 import type { RunPlan } from '../run-plan.js';
 import type { PreparedSession } from '../sessions/session-store.js';
-import type { EngineAccess } from '../engine-access.js';
-import type { AttachedContainer, ContainerRuntime, ContainerSpec } from '../../runtime/container-runtime.js';
-import { INSTANCE_LABEL, RUN_LABEL } from '../../runtime/container-runtime.js';
-import { buildEngineInvocation } from '../../engine/command.js';
-import { ENGINE_CONFIG_DIR, ENGINE_MOUNT, INPUT_DIR_NAME, INPUT_PARENT_DIR, SECRET_ENV_DIR } from '../../engine/layout.js';
+import type { AttachedContainer, ContainerRuntime } from '../../runtime/container-runtime.js';
+import { INPUT_PARENT_DIR } from '../../engine/layout.js';
+import { engineContainer, type EngineContainerSettings } from '../runs/engine-container.js';
 import { LineReader, type ReadLine } from './line-reader.js';
 
 /** Spec "Agent stop": termination signal, then a kill after 5 s. */
 export const STOP_GRACE_MS = 5_000;
 
-export interface AgentContainerDependencies {
+export interface AgentContainerDependencies extends EngineContainerSettings {
   readonly runtime: ContainerRuntime;
-  readonly engineAccess: EngineAccess;
-  readonly engineImage: string;
-  readonly instanceId: string;
-  readonly pidsLimit: number;
-  readonly network: string;
-  readonly workdirAutoCreate: boolean;
   readonly log: Logger;
 }
 
@@ -51,53 +43,13 @@ export class AgentContainer {
 
   /** Creates, attaches and starts the container; on any failure nothing is left behind (the session is the caller's). */
   static async start(deps: AgentContainerDependencies, agentId: string, plan: RunPlan, session: PreparedSession): Promise<AgentContainer> {
-    const access = deps.engineAccess.current();
-    const invocation = buildEngineInvocation({
-      engine: plan.engine,
-      session: session.engineSession,
-      prompt: '',
-      modelBaseUrl: access.baseUrl,
-      offlineModel: access.offline,
-      lifecycle: plan.container.lifecycle,
-      interactive: true,
-    });
-    const spec: ContainerSpec = {
-      name: `berth-${agentId}`,
-      image: plan.container.image,
-      command: invocation.command,
-      env: invocation.env,
-      workdir: plan.workdir,
-      createWorkdir: deps.workdirAutoCreate,
-      bindMounts: [
-        { hostPath: session.mountPath, containerPath: ENGINE_CONFIG_DIR, readOnly: false, options: [] },
-        ...plan.container.volumes.map((v) => ({ hostPath: v.hostPath, containerPath: v.containerPath, readOnly: v.readOnly, options: v.options })),
-      ],
-      imageMounts: [{ image: deps.engineImage, containerPath: ENGINE_MOUNT }],
-      secretFiles: [
-        { secret: access.secretName, containerPath: `${SECRET_ENV_DIR}/${access.variable}` },
-        ...plan.container.secretsEnv.map((s) => ({ secret: s.secret, containerPath: `${SECRET_ENV_DIR}/${s.variable}` })),
-      ],
-      labels: { [RUN_LABEL]: agentId, [INSTANCE_LABEL]: deps.instanceId },
-      memoryBytes: plan.container.memoryBytes,
-      cpus: plan.container.cpus,
-      cpuShares: plan.container.cpuShares,
-      pidsLimit: deps.pidsLimit,
-      network: deps.network,
-      interactive: true,
-    };
+    const { spec, inputFiles } = engineContainer(deps, { id: agentId, plan, session, interactive: true });
     const { runtime } = deps;
     let containerId: string | undefined;
     let attached: AttachedContainer | undefined;
     try {
       containerId = await runtime.createContainer(spec);
-      const files = Object.entries(invocation.inputFiles);
-      if (files.length > 0) {
-        await runtime.putFiles(
-          containerId,
-          INPUT_PARENT_DIR,
-          files.map(([name, content]) => ({ path: `${INPUT_DIR_NAME}/${name}`, content: Buffer.from(content, 'utf8'), mode: 0o444 })),
-        );
-      }
+      if (inputFiles.length > 0) await runtime.putFiles(containerId, INPUT_PARENT_DIR, inputFiles);
       attached = await runtime.attach(containerId);
       await runtime.startContainer(containerId);
       return new AgentContainer(deps, containerId, attached, session);

@@ -3,15 +3,15 @@
 // runtime failures alike.
 import type { Logger } from 'pino';
 import type { RunPlan } from '../run-plan.js';
-import type { ContainerRuntime, ContainerSpec } from '../../runtime/container-runtime.js';
-import { INSTANCE_LABEL, RUN_LABEL, RuntimeError } from '../../runtime/container-runtime.js';
+import type { ContainerRuntime } from '../../runtime/container-runtime.js';
+import { RuntimeError } from '../../runtime/container-runtime.js';
 import { errors } from '../../errors.js';
-import { buildEngineInvocation, HOOK_FAILED_EXIT_CODE } from '../../engine/command.js';
-import { ENGINE_CONFIG_DIR, ENGINE_MOUNT, INPUT_DIR_NAME, INPUT_PARENT_DIR, SECRET_ENV_DIR } from '../../engine/layout.js';
+import { HOOK_FAILED_EXIT_CODE } from '../../engine/command.js';
+import { INPUT_PARENT_DIR } from '../../engine/layout.js';
 import { LineSplitter, parseEngineLine, type ResultEnvelope } from '../../engine/stream-json.js';
 import type { PreparedSession } from '../sessions/session-store.js';
 import { OutputTail } from './output-tail.js';
-import type { EngineAccess } from '../engine-access.js';
+import { engineContainer, type EngineContainerSettings } from './engine-container.js';
 
 /** How a run ended. `crashed` covers every end the engine did not choose itself. */
 export type RunOutcome =
@@ -40,14 +40,8 @@ export interface RunContext {
   readonly hooks?: RunHooks;
 }
 
-export interface ExecutorDependencies {
+export interface ExecutorDependencies extends EngineContainerSettings {
   readonly runtime: ContainerRuntime;
-  readonly engineAccess: EngineAccess;
-  readonly engineImage: string;
-  readonly instanceId: string;
-  readonly pidsLimit: number;
-  readonly network: string;
-  readonly workdirAutoCreate: boolean;
   readonly log: Logger;
 }
 
@@ -81,39 +75,8 @@ export class RunExecutor {
   constructor(private readonly deps: ExecutorDependencies) {}
 
   async execute(context: RunContext): Promise<RunOutcome> {
-    const { plan, runId, session } = context;
-    const access = this.deps.engineAccess.current();
-    const invocation = buildEngineInvocation({
-      engine: plan.engine,
-      session: session.engineSession,
-      prompt: plan.prompt,
-      modelBaseUrl: access.baseUrl,
-      offlineModel: access.offline,
-      lifecycle: plan.container.lifecycle,
-    });
-    const spec: ContainerSpec = {
-      name: `berth-${runId}`,
-      image: plan.container.image,
-      command: invocation.command,
-      env: invocation.env,
-      workdir: plan.workdir,
-      createWorkdir: this.deps.workdirAutoCreate,
-      bindMounts: [
-        { hostPath: session.mountPath, containerPath: ENGINE_CONFIG_DIR, readOnly: false, options: [] },
-        ...plan.container.volumes.map((v) => ({ hostPath: v.hostPath, containerPath: v.containerPath, readOnly: v.readOnly, options: v.options })),
-      ],
-      imageMounts: [{ image: this.deps.engineImage, containerPath: ENGINE_MOUNT }],
-      secretFiles: [
-        { secret: access.secretName, containerPath: `${SECRET_ENV_DIR}/${access.variable}` },
-        ...plan.container.secretsEnv.map((s) => ({ secret: s.secret, containerPath: `${SECRET_ENV_DIR}/${s.variable}` })),
-      ],
-      labels: { [RUN_LABEL]: runId, [INSTANCE_LABEL]: this.deps.instanceId },
-      memoryBytes: plan.container.memoryBytes,
-      cpus: plan.container.cpus,
-      cpuShares: plan.container.cpuShares,
-      pidsLimit: this.deps.pidsLimit,
-      network: this.deps.network,
-    };
+    const { runId } = context;
+    const { spec, inputFiles } = engineContainer(this.deps, { id: runId, plan: context.plan, session: context.session });
 
     const { runtime } = this.deps;
     let containerId: string | undefined;
@@ -121,15 +84,7 @@ export class RunExecutor {
       containerId = await runtime.createContainer(spec).catch((error: unknown) => {
         throw creationError(error);
       });
-      await runtime.putFiles(
-        containerId,
-        INPUT_PARENT_DIR,
-        Object.entries(invocation.inputFiles).map(([name, content]) => ({
-          path: `${INPUT_DIR_NAME}/${name}`,
-          content: Buffer.from(content, 'utf8'),
-          mode: 0o444,
-        })),
-      );
+      await runtime.putFiles(containerId, INPUT_PARENT_DIR, inputFiles);
       return await this.supervise(containerId, context);
     } finally {
       if (containerId !== undefined) {

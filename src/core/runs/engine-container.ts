@@ -1,0 +1,75 @@
+// The container an engine runs in, for a one-shot run or a persistent agent alike: the plan's image,
+// limits and volumes, the session directory as the engine's config directory, the engine image at
+// /opt/claude, the credential and secrets as files, Berth's labels, and the input files to upload.
+import type { RunPlan } from '../run-plan.js';
+import type { PreparedSession } from '../sessions/session-store.js';
+import type { EngineAccess } from '../engine-access.js';
+import type { ContainerSpec, InputFile } from '../../runtime/container-runtime.js';
+import { INSTANCE_LABEL, RUN_LABEL } from '../../runtime/container-runtime.js';
+import { buildEngineInvocation } from '../../engine/command.js';
+import { ENGINE_CONFIG_DIR, ENGINE_MOUNT, INPUT_DIR_NAME, SECRET_ENV_DIR } from '../../engine/layout.js';
+
+/** What every engine container shares, from configuration. */
+export interface EngineContainerSettings {
+  readonly engineAccess: EngineAccess;
+  readonly engineImage: string;
+  readonly instanceId: string;
+  readonly pidsLimit: number;
+  readonly network: string;
+  readonly workdirAutoCreate: boolean;
+}
+
+export interface EngineContainer {
+  readonly spec: ContainerSpec;
+  /** Relative to INPUT_PARENT_DIR; uploaded after creation, before start. */
+  readonly inputFiles: readonly InputFile[];
+}
+
+export function engineContainer(
+  settings: EngineContainerSettings,
+  options: { readonly id: string; readonly plan: RunPlan; readonly session: PreparedSession; readonly interactive?: boolean },
+): EngineContainer {
+  const { plan, session } = options;
+  const interactive = options.interactive === true;
+  const access = settings.engineAccess.current();
+  const invocation = buildEngineInvocation({
+    engine: plan.engine,
+    session: session.engineSession,
+    // A persistent agent gets its turns on stdin; its plan's prompt is only the first turn.
+    prompt: interactive ? '' : plan.prompt,
+    modelBaseUrl: access.baseUrl,
+    offlineModel: access.offline,
+    lifecycle: plan.container.lifecycle,
+    interactive,
+  });
+  const spec: ContainerSpec = {
+    name: `berth-${options.id}`,
+    image: plan.container.image,
+    command: invocation.command,
+    env: invocation.env,
+    workdir: plan.workdir,
+    createWorkdir: settings.workdirAutoCreate,
+    bindMounts: [
+      { hostPath: session.mountPath, containerPath: ENGINE_CONFIG_DIR, readOnly: false, options: [] },
+      ...plan.container.volumes.map((v) => ({ hostPath: v.hostPath, containerPath: v.containerPath, readOnly: v.readOnly, options: v.options })),
+    ],
+    imageMounts: [{ image: settings.engineImage, containerPath: ENGINE_MOUNT }],
+    secretFiles: [
+      { secret: access.secretName, containerPath: `${SECRET_ENV_DIR}/${access.variable}` },
+      ...plan.container.secretsEnv.map((s) => ({ secret: s.secret, containerPath: `${SECRET_ENV_DIR}/${s.variable}` })),
+    ],
+    labels: { [RUN_LABEL]: options.id, [INSTANCE_LABEL]: settings.instanceId },
+    memoryBytes: plan.container.memoryBytes,
+    cpus: plan.container.cpus,
+    cpuShares: plan.container.cpuShares,
+    pidsLimit: settings.pidsLimit,
+    network: settings.network,
+    ...(interactive ? { interactive: true } : {}),
+  };
+  const inputFiles = Object.entries(invocation.inputFiles).map(([name, content]) => ({
+    path: `${INPUT_DIR_NAME}/${name}`,
+    content: Buffer.from(content, 'utf8'),
+    mode: 0o444,
+  }));
+  return { spec, inputFiles };
+}
