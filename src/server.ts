@@ -21,6 +21,7 @@ import { EngineAccess } from './core/engine-access.js';
 import { ImageCheck } from './core/runs/image-check.js';
 import { RunExecutor } from './core/runs/run-executor.js';
 import { RunService } from './core/runs/run-service.js';
+import { RunInputs } from './core/runs/run-inputs.js';
 import { SystemStatus } from './core/system-status.js';
 import { TokenService } from './core/auth/tokens.js';
 import { createBlacklist } from './store/blacklist/create-blacklist.js';
@@ -104,6 +105,8 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     if (config.webhooks.signingSecret === '') logger.warn('SERVICE_WEBHOOK_SIGNING_SECRET is empty: webhooks are sent unsigned');
 
     const shutdown = new AbortController();
+    const inputs = new RunInputs(config.agent.sessionsDir, config.agent.sessionsHostDir);
+    await inputs.init();
     const containerSettings = {
       engineAccess,
       engineImage: config.agent.engineImage,
@@ -111,6 +114,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       pidsLimit: config.agent.pidsLimit,
       network: config.agent.network,
       workdirAutoCreate: config.agent.workdirAutoCreate,
+      inputs,
     };
     const executor = new RunExecutor({ ...containerSettings, runtime, log: logger });
     const runs = new RunService({

@@ -5,8 +5,10 @@ export const ENGINE_BINARY = `${ENGINE_MOUNT}/claude`;
 export const ENGINE_CONFIG_DIR = '/var/lib/berth/engine';
 /** Podman secrets for environment variables are mounted as files here, one per variable. */
 export const SECRET_ENV_DIR = '/run/berth/env';
-/** Input files (prompt, system prompts) are uploaded below /tmp, which every image has. */
-export const INPUT_PARENT_DIR = '/tmp';
-export const INPUT_DIR_NAME = 'berth-input';
-export const INPUT_DIR = `${INPUT_PARENT_DIR}/${INPUT_DIR_NAME}`;
+/**
+ * The run's input files (prompt, system prompts, hooks) are bind-mounted read-only here from a host
+ * directory of their own: no caller text passes through argv or a shell, and no copy into the container's
+ * filesystem is needed (Podman's archive upload costs ~130 ms a run). /run/berth is blocked for volumes.
+ */
+export const INPUT_DIR = '/run/berth/input';
 export const PROMPT_FILE = `${INPUT_DIR}/prompt`;

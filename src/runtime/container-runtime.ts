@@ -30,14 +30,6 @@ export interface SecretFile {
   readonly containerPath: string;
 }
 
-/** A file written into the container's filesystem after creation, before start. */
-export interface InputFile {
-  /** Relative to the directory given to putFiles. */
-  readonly path: string;
-  readonly content: Buffer;
-  readonly mode: number;
-}
-
 export interface ContainerSpec {
   readonly name: string;
   readonly image: string;
@@ -133,8 +125,6 @@ export interface ContainerSummary {
 export interface ContainerRuntime {
   ping(): Promise<void>;
   createContainer(spec: ContainerSpec): Promise<string>;
-  /** Writes files into a created container (before start), below a directory that exists in the image. */
-  putFiles(id: string, directory: string, files: readonly InputFile[]): Promise<void>;
   startContainer(id: string): Promise<void>;
   /** Follows stdout/stderr from the container's start until it exits or the signal aborts. */
   followOutput(id: string, signal: AbortSignal): AsyncIterable<OutputChunk>;

@@ -25,7 +25,7 @@ test('the engine always runs headless with stream-json output and the prompt on 
   assert.deepEqual(argv.slice(0, 6), ['/opt/claude/claude', '-p', '--output-format', 'stream-json', '--verbose', '--include-partial-messages']);
   assert.equal(files.prompt, 'the prompt');
   assert.ok(!argv.includes('the prompt'), 'the prompt never appears in argv');
-  assert.match(script, /exec "\$@" < \/tmp\/berth-input\/prompt/);
+  assert.match(script, /exec "\$@" < \/run\/berth\/input\/prompt/);
 });
 
 test('the launch script is constant: caller values never become shell words', () => {
@@ -36,8 +36,8 @@ test('the launch script is constant: caller values never become shell words', ()
 
 const mappings: [string, EnginePlan, string, string | undefined][] = [
   ['model', { model: 'sonnet' }, '--model', 'sonnet'],
-  ['system_prompt', { system_prompt: 'be brief' }, '--system-prompt-file', '/tmp/berth-input/system-prompt'],
-  ['append_system_prompt', { append_system_prompt: 'and kind' }, '--append-system-prompt-file', '/tmp/berth-input/append-system-prompt'],
+  ['system_prompt', { system_prompt: 'be brief' }, '--system-prompt-file', '/run/berth/input/system-prompt'],
+  ['append_system_prompt', { append_system_prompt: 'and kind' }, '--append-system-prompt-file', '/run/berth/input/append-system-prompt'],
   ['json_schema', { json_schema: { type: 'object' } }, '--json-schema', '{"type":"object"}'],
   ['max_budget_usd', { max_budget_usd: 1.5 }, '--max-budget-usd', '1.5'],
   ['max_turns', { max_turns: 7 }, '--max-turns', '7'],
@@ -139,5 +139,5 @@ test('interactive (persistent agent): turns come as stream-json on stdin, no pro
   assert.equal(flagValue(argv, '--session-id'), SESSION);
   assert.deepEqual(invocation.inputFiles, {});
   assert.match(script!, /exec "\$@"$/);
-  assert.ok(!script!.includes('/tmp/berth-input/prompt'));
+  assert.ok(!script!.includes('/run/berth/input/prompt'));
 });

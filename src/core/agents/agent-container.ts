@@ -5,7 +5,6 @@ import type { Logger } from 'pino';
 import type { RunPlan } from '../run-plan.js';
 import type { PreparedSession } from '../sessions/session-store.js';
 import type { AttachedContainer, ContainerRuntime } from '../../runtime/container-runtime.js';
-import { INPUT_PARENT_DIR } from '../../engine/layout.js';
 import { engineContainer, type EngineContainerSettings } from '../runs/engine-container.js';
 import { LineReader, type ReadLine } from './line-reader.js';
 
@@ -37,6 +36,7 @@ export class AgentContainer {
   private constructor(
     private readonly deps: AgentContainerDependencies,
     readonly containerId: string,
+    private readonly agentId: string,
     private readonly attached: AttachedContainer,
     private readonly session: PreparedSession,
   ) {}
@@ -48,14 +48,15 @@ export class AgentContainer {
     let containerId: string | undefined;
     let attached: AttachedContainer | undefined;
     try {
+      await deps.inputs.write(agentId, inputFiles);
       containerId = await runtime.createContainer(spec);
-      if (inputFiles.length > 0) await runtime.putFiles(containerId, INPUT_PARENT_DIR, inputFiles);
       attached = await runtime.attach(containerId);
       await runtime.startContainer(containerId);
-      return new AgentContainer(deps, containerId, attached, session);
+      return new AgentContainer(deps, containerId, agentId, attached, session);
     } catch (error) {
       attached?.close();
       if (containerId !== undefined) await runtime.removeContainer(containerId).catch(() => undefined);
+      await deps.inputs.remove(agentId);
       throw error;
     }
   }
@@ -126,6 +127,7 @@ export class AgentContainer {
       await runtime.removeContainer(this.containerId).catch((error: unknown) => {
         log.error({ err: error, containerId: this.containerId }, 'agent container removal failed; the reaper will retry at next start');
       });
+      await this.deps.inputs.remove(this.agentId).catch(() => undefined);
       await this.session.release().catch((error: unknown) => log.error({ err: error }, 'agent session release failed'));
       sink.exit(this.stopReason ?? exitReason);
     }

@@ -4,10 +4,11 @@
 import type { RunPlan } from '../run-plan.js';
 import type { PreparedSession } from '../sessions/session-store.js';
 import type { EngineAccess } from '../engine-access.js';
-import type { ContainerSpec, InputFile } from '../../runtime/container-runtime.js';
+import type { ContainerSpec } from '../../runtime/container-runtime.js';
 import { INSTANCE_LABEL, RUN_LABEL } from '../../runtime/container-runtime.js';
 import { buildEngineInvocation } from '../../engine/command.js';
-import { ENGINE_CONFIG_DIR, ENGINE_MOUNT, INPUT_DIR_NAME, SECRET_ENV_DIR } from '../../engine/layout.js';
+import { ENGINE_CONFIG_DIR, ENGINE_MOUNT, INPUT_DIR, SECRET_ENV_DIR } from '../../engine/layout.js';
+import type { InputFileContent, RunInputs } from './run-inputs.js';
 
 /** What every engine container shares, from configuration. */
 export interface EngineContainerSettings {
@@ -17,12 +18,13 @@ export interface EngineContainerSettings {
   readonly pidsLimit: number;
   readonly network: string;
   readonly workdirAutoCreate: boolean;
+  readonly inputs: RunInputs;
 }
 
 export interface EngineContainer {
   readonly spec: ContainerSpec;
-  /** Relative to INPUT_PARENT_DIR; uploaded after creation, before start. */
-  readonly inputFiles: readonly InputFile[];
+  /** To write with RunInputs.write(id, …) before the container is created (it is mounted at INPUT_DIR). */
+  readonly inputFiles: readonly InputFileContent[];
 }
 
 export function engineContainer(
@@ -51,6 +53,7 @@ export function engineContainer(
     createWorkdir: settings.workdirAutoCreate,
     bindMounts: [
       { hostPath: session.mountPath, containerPath: ENGINE_CONFIG_DIR, readOnly: false, options: [] },
+      { hostPath: settings.inputs.hostPathOf(options.id), containerPath: INPUT_DIR, readOnly: true, options: [] },
       ...plan.container.volumes.map((v) => ({ hostPath: v.hostPath, containerPath: v.containerPath, readOnly: v.readOnly, options: v.options })),
     ],
     imageMounts: [{ image: settings.engineImage, containerPath: ENGINE_MOUNT }],
@@ -66,10 +69,6 @@ export function engineContainer(
     network: settings.network,
     ...(interactive ? { interactive: true } : {}),
   };
-  const inputFiles = Object.entries(invocation.inputFiles).map(([name, content]) => ({
-    path: `${INPUT_DIR_NAME}/${name}`,
-    content: Buffer.from(content, 'utf8'),
-    mode: 0o444,
-  }));
+  const inputFiles = Object.entries(invocation.inputFiles).map(([name, content]) => ({ name, content }));
   return { spec, inputFiles };
 }

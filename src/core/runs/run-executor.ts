@@ -7,7 +7,6 @@ import type { ContainerRuntime } from '../../runtime/container-runtime.js';
 import { RuntimeError } from '../../runtime/container-runtime.js';
 import { errors } from '../../errors.js';
 import { HOOK_FAILED_EXIT_CODE } from '../../engine/command.js';
-import { INPUT_PARENT_DIR } from '../../engine/layout.js';
 import { LineSplitter, parseEngineLine, type ResultEnvelope } from '../../engine/stream-json.js';
 import type { PreparedSession } from '../sessions/session-store.js';
 import { OutputTail } from './output-tail.js';
@@ -81,10 +80,10 @@ export class RunExecutor {
     const { runtime } = this.deps;
     let containerId: string | undefined;
     try {
+      await this.deps.inputs.write(runId, inputFiles);
       containerId = await runtime.createContainer(spec).catch((error: unknown) => {
         throw creationError(error);
       });
-      await runtime.putFiles(containerId, INPUT_PARENT_DIR, inputFiles);
       return await this.supervise(containerId, context);
     } finally {
       if (containerId !== undefined) {
@@ -92,6 +91,7 @@ export class RunExecutor {
           this.deps.log.error({ err: error, runId, containerId }, 'container removal failed; the reaper will retry at next start');
         });
       }
+      await this.deps.inputs.remove(runId);
     }
   }
 

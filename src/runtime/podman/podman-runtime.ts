@@ -8,14 +8,12 @@ import type {
   ContainerSummary,
   ImageInfo,
   ImageSummary,
-  InputFile,
   OutputChunk,
   PulledImage,
   PullOptions,
   RegistrySearchResult,
 } from '../container-runtime.js';
 import { PROBE_LABEL, RegistryError } from '../container-runtime.js';
-import { tarFiles } from '../tar.js';
 import { PodmanApiError, PodmanClient } from './client.js';
 import { toSpecGenerator } from './container-spec.js';
 import { demultiplex } from './multiplexed-stream.js';
@@ -79,15 +77,6 @@ export class PodmanRuntime implements ContainerRuntime {
         await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
       }
     }
-  }
-
-  async putFiles(id: string, directory: string, files: readonly InputFile[]): Promise<void> {
-    await this.client.call(`/containers/${id}/archive`, {
-      method: 'PUT',
-      query: { path: directory },
-      body: tarFiles(files),
-      contentType: 'application/x-tar',
-    });
   }
 
   async startContainer(id: string): Promise<void> {

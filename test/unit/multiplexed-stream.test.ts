@@ -1,27 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { tarFiles } from '../../src/runtime/tar.js';
 import { demultiplex } from '../../src/runtime/podman/multiplexed-stream.js';
-
-test('tarFiles writes an archive that GNU tar extracts byte for byte', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'berth-tar-'));
-  try {
-    const prompt = Buffer.from('héllo\n$(not a command)\n'.repeat(100), 'utf8');
-    writeFileSync(join(dir, 'a.tar'), tarFiles([
-      { path: 'input/prompt', content: prompt, mode: 0o444 },
-      { path: 'input/empty', content: Buffer.alloc(0), mode: 0o444 },
-    ]));
-    execFileSync('tar', ['-xf', 'a.tar'], { cwd: dir });
-    assert.deepEqual(readFileSync(join(dir, 'input/prompt')), prompt);
-    assert.equal(readFileSync(join(dir, 'input/empty')).length, 0);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
 
 function frame(stream: number, text: string): Buffer {
   const data = Buffer.from(text);

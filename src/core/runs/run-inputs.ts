@@ -1,0 +1,44 @@
+// Host directories holding each run's input files, one per run or agent id, bind-mounted read-only at
+// INPUT_DIR and removed when the run ends. They live under the sessions directory so that one host path
+// mapping (SERVICE_AGENT_SESSIONS_HOST_DIR) serves both when Berth itself runs in a container.
+import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+const INPUTS_DIR = '.inputs';
+
+export interface InputFileContent {
+  readonly name: string;
+  readonly content: string;
+}
+
+export class RunInputs {
+  private readonly dir: string;
+  private readonly hostDir: string;
+
+  constructor(sessionsDir: string, sessionsHostDir: string) {
+    this.dir = join(sessionsDir, INPUTS_DIR);
+    this.hostDir = join(sessionsHostDir, INPUTS_DIR);
+  }
+
+  /** Input directories of runs cut off by a crash are worthless: removed at start. */
+  async init(): Promise<void> {
+    await rm(this.dir, { recursive: true, force: true });
+    await mkdir(this.dir, { recursive: true, mode: 0o711 });
+  }
+
+  /** The path to mount for this id, as the container runtime sees the host. */
+  hostPathOf(id: string): string {
+    return join(this.hostDir, id);
+  }
+
+  async write(id: string, files: readonly InputFileContent[]): Promise<void> {
+    const dir = join(this.dir, id);
+    await mkdir(dir, { mode: 0o755 });
+    await chmod(dir, 0o755); // readable by the container's user, whatever the umask
+    for (const file of files) await writeFile(join(dir, file.name), file.content, { mode: 0o444, flag: 'wx' });
+  }
+
+  async remove(id: string): Promise<void> {
+    await rm(join(this.dir, id), { recursive: true, force: true });
+  }
+}
