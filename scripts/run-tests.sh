@@ -17,9 +17,25 @@ if [ "$suite" = all ] || [ "$suite" = integration ]; then
   echo "== integration tests (real Podman)"
   mapfile -t files < <(find test/integration -name '*.test.ts' | sort)
   node --import tsx --test --test-concurrency=1 --test-timeout=600000 "${files[@]}" || status=1
+  # Nothing a test Berth starts may outlive it: containers, its key secrets, its Podman service.
   left=$(podman ps -a --filter label=berth.instance --format '{{.Names}}' | wc -l)
   if [ "$left" -gt 0 ]; then
     echo "LEAK: $left Berth container(s) left after the tests:"; podman ps -a --filter label=berth.instance
+    status=1
+  fi
+  secrets=$(podman secret ls --format '{{.Name}}' | grep -c '^berth-offline-model-key-test-' || true)
+  if [ "$secrets" -gt 0 ]; then
+    echo "LEAK: $secrets offline-model key secret(s) of test instances left:"; podman secret ls
+    status=1
+  fi
+  dirs=$(find "${TMPDIR:-/tmp}" -maxdepth 1 -name 'berth-test-*' | wc -l)
+  if [ "$dirs" -gt 0 ]; then
+    echo "LEAK: $dirs test directories left in ${TMPDIR:-/tmp}"
+    status=1
+  fi
+  services=$(pgrep -f 'podman system service .*berth-test-' | wc -l || true)
+  if [ "$services" -gt 0 ]; then
+    echo "LEAK: $services Podman service(s) of test instances still running:"; pgrep -fa 'podman system service .*berth-test-'
     status=1
   fi
 fi
