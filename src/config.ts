@@ -336,6 +336,13 @@ export function loadConfig(env: Env = process.env): Config {
       throw new ConfigError('SERVICE_IMAGE_INSECURE_REGISTRIES', `"${registry}" is not a registry host such as registry.example:5000`);
     }
   }
+  // The spec: when Berth runs in a container, the host path of its sessions directory must also be an
+  // allowed volume (an operator who sets it states where the sessions are, and allows exactly that tree).
+  const hostDir = config.agent.sessionsHostDir;
+  if (read.optional('SERVICE_AGENT_SESSIONS_HOST_DIR') !== undefined && !config.agent.allowAllVolumes
+    && !config.agent.allowedVolumes.some((v) => hostDir === v.replace(/\/+$/, '') || hostDir.startsWith(`${v.replace(/\/+$/, '')}/`))) {
+    throw new ConfigError('SERVICE_AGENT_SESSIONS_HOST_DIR', `"${hostDir}" must also be in SERVICE_AGENT_ALLOWED_VOLUMES (or under one of its entries)`);
+  }
   for (const volume of config.agent.allowedVolumes) {
     if (!volume.startsWith('/')) throw new ConfigError('SERVICE_AGENT_ALLOWED_VOLUMES', `"${volume}" is not an absolute path`);
   }

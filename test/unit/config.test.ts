@@ -51,7 +51,7 @@ test('values are read from SERVICE_* variables', () => {
     SERVICE_LOG_FORMAT: 'text',
     SERVICE_LOG_LEVEL: 'debug',
     SERVICE_AGENT_SESSIONS_DIR: '/srv/sessions',
-    SERVICE_AGENT_SESSIONS_HOST_DIR: '/host/sessions',
+    SERVICE_AGENT_SESSIONS_HOST_DIR: '/srv/projects/sessions',
     SERVICE_AGENT_WORKDIR_AUTO_CREATE: 'false',
     SERVICE_PODMAN_SOCKET: '/run/podman/podman.sock',
     SERVICE_AGENT_ALLOWED_VOLUMES: '/data, /srv/projects',
@@ -62,7 +62,7 @@ test('values are read from SERVICE_* variables', () => {
   assert.equal(config.logFormat, 'text');
   assert.equal(config.logLevel, 'debug');
   assert.equal(config.agent.sessionsDir, '/srv/sessions');
-  assert.equal(config.agent.sessionsHostDir, '/host/sessions');
+  assert.equal(config.agent.sessionsHostDir, '/srv/projects/sessions');
   assert.equal(config.agent.workdirAutoCreate, false);
   assert.equal(config.podmanSocket, '/run/podman/podman.sock');
   assert.deepEqual(config.agent.allowedVolumes, ['/data', '/srv/projects']);
@@ -82,6 +82,7 @@ const invalid: [string, string, RegExp][] = [
   ['SERVICE_AGENT_ALLOWED_VOLUMES', 'data', /SERVICE_AGENT_ALLOWED_VOLUMES: "data" is not an absolute path/],
   ['SERVICE_AGENT_DEFAULT_MEMORY', '16g', /SERVICE_AGENT_DEFAULT_MEMORY: is larger than SERVICE_AGENT_MAX_MEMORY/],
   ['SERVICE_INSTANCE_NAME', 'has space', /SERVICE_INSTANCE_NAME/],
+  ['SERVICE_AGENT_SESSIONS_HOST_DIR', '/host/sessions', /SERVICE_AGENT_SESSIONS_HOST_DIR: "\/host\/sessions" must also be in SERVICE_AGENT_ALLOWED_VOLUMES/],
 ];
 
 for (const [variable, value, message] of invalid) {
