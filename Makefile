@@ -1,6 +1,10 @@
 # The two commands: `make up` runs Berth with its embedded defaults, `make test` runs every test.
 .PHONY: up test setup test-unit test-integration bench typecheck
 
+# Podman settings this kind of host needs (runc, explicit ulimits), for every command below and what it
+# starts, including the benchmark's raw `podman run`. A CONTAINERS_CONF you set yourself wins.
+export CONTAINERS_CONF ?= $(CURDIR)/scripts/containers.conf
+
 up: setup
 	@bash scripts/up.sh
 
@@ -17,7 +21,7 @@ test-integration: setup
 	@bash scripts/run-tests.sh integration
 
 bench: setup
-	@npx tsx bench/run-overhead.ts
+	@npx tsx bench/berth-vs-raw.ts
 
 typecheck:
 	@npx tsc --noEmit -p tsconfig.json

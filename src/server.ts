@@ -13,6 +13,7 @@ import { createMetrics } from './metrics/metrics.js';
 import { PodmanClient } from './runtime/podman/client.js';
 import { PodmanRuntime } from './runtime/podman/podman-runtime.js';
 import { startPodmanService, type PodmanService } from './runtime/podman/service-process.js';
+import { IMAGE_TREE_LABEL } from './runtime/container-runtime.js';
 import { reapLeftovers } from './core/reaper.js';
 import { SessionStore } from './core/sessions/session-store.js';
 import { SessionService } from './core/sessions/session-service.js';
@@ -104,12 +105,27 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     if (config.agent.allowAllVolumes) logger.warn('SERVICE_AGENT_ALLOW_ALL_VOLUMES=true: requests may mount any host path');
     if (config.webhooks.signingSecret === '') logger.warn('SERVICE_WEBHOOK_SIGNING_SECRET is empty: webhooks are sent unsigned');
 
+    const engineTree = await runtime
+      .mountImageTree(config.agent.engineImage, {
+        name: `berth-engine-tree-${config.instanceName}`,
+        labels: { [IMAGE_TREE_LABEL]: config.instanceName },
+      })
+      .catch((error: unknown) => {
+        throw new Error(
+          `the engine image ${config.agent.engineImage} cannot be mounted (${(error as Error).message}); build it with 'make setup' or set SERVICE_ENGINE_IMAGE`,
+          { cause: error },
+        );
+      });
+    // Released after every run and agent has ended (cleanups run after stopFirst, in reverse order).
+    cleanups.push(() => engineTree.release());
+    logger.info({ image: config.agent.engineImage, tree: engineTree.path }, 'engine image mounted for the lifetime of this process');
+
     const shutdown = new AbortController();
     const inputs = new RunInputs(config.agent.sessionsDir, config.agent.sessionsHostDir);
     await inputs.init();
     const containerSettings = {
       engineAccess,
-      engineImage: config.agent.engineImage,
+      engineTree: engineTree.path,
       instanceId: config.instanceName,
       pidsLimit: config.agent.pidsLimit,
       network: config.agent.network,
@@ -127,9 +143,10 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       log: logger,
       shutdownSignal: shutdown.signal,
       observer: {
-        runFinished: (mode, outcome, durationMs) => {
+        runFinished: (mode, outcome, durationMs, phases) => {
           metrics.runs.inc({ mode, outcome });
           metrics.runDuration.observe({ mode }, durationMs / 1000);
+          for (const [phase, ms] of Object.entries(phases)) metrics.runPhaseDuration.observe({ phase }, ms / 1000);
         },
         containerStarted: () => metrics.containersRunning.inc(),
         containerStopped: () => metrics.containersRunning.dec(),

@@ -1,12 +1,14 @@
 // Removes what a previous process of this Berth instance left behind when it died without cleaning up
-// (kill -9, power loss): its agent containers, found by label, and stray image probes.
+// (kill -9, power loss): its agent containers, found by label, stray image probes, and the holder of its
+// engine image mount.
 import type { Logger } from 'pino';
-import { INSTANCE_LABEL, PROBE_LABEL, type ContainerRuntime } from '../runtime/container-runtime.js';
+import { IMAGE_TREE_LABEL, INSTANCE_LABEL, PROBE_LABEL, type ContainerRuntime } from '../runtime/container-runtime.js';
 
 export async function reapLeftovers(runtime: ContainerRuntime, instanceName: string, log: Logger): Promise<number> {
   const leftovers = [
     ...(await runtime.listContainers(`${INSTANCE_LABEL}=${instanceName}`)),
     ...(await runtime.listContainers(PROBE_LABEL)),
+    ...(await runtime.listContainers(`${IMAGE_TREE_LABEL}=${instanceName}`)),
   ];
   for (const container of leftovers) {
     await runtime.removeContainer(container.id);

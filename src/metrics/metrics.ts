@@ -31,6 +31,7 @@ export interface Metrics {
   readonly runs: Counter<'mode' | 'outcome'>;
   /** Seconds. Label: mode. */
   readonly runDuration: Histogram<'mode'>;
+  readonly runPhaseDuration: Histogram<'phase'>;
   readonly containersRunning: Gauge;
   /** Label: status (a job status). */
   readonly jobs: Gauge<'status'>;
@@ -78,6 +79,13 @@ export function createMetrics(): Metrics {
       labelNames: ['mode'],
       // Runs take from seconds to hours (container.timeout allows up to SERVICE_AGENT_MAX_TIMEOUT).
       buckets: [1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 14400],
+      registers,
+    }),
+    runPhaseDuration: new Histogram({
+      name: `${PREFIX}run_phase_duration_seconds`,
+      help: 'Time runs spend in each phase (validate, image_check, session, queue, create, start, first_output, engine_exit, remove).',
+      labelNames: ['phase'],
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800],
       registers,
     }),
     containersRunning: new Gauge({

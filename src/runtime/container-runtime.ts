@@ -16,6 +16,8 @@ export class RuntimeError extends Error {
 export const RUN_LABEL = 'berth.run';
 export const PROBE_LABEL = 'berth.probe';
 export const INSTANCE_LABEL = 'berth.instance';
+/** On the never-started container that holds an image's files mounted for the instance named by its value. */
+export const IMAGE_TREE_LABEL = 'berth.image-tree';
 
 export interface BindMount {
   readonly hostPath: string;
@@ -38,7 +40,6 @@ export interface ContainerSpec {
   readonly workdir: string;
   readonly createWorkdir: boolean;
   readonly bindMounts: readonly BindMount[];
-  readonly imageMounts: readonly { readonly image: string; readonly containerPath: string }[];
   readonly secretFiles: readonly SecretFile[];
   readonly labels: Readonly<Record<string, string>>;
   readonly memoryBytes: number;
@@ -58,6 +59,12 @@ export interface AttachedContainer {
   readonly output: AsyncIterable<OutputChunk>;
   /** Drops the connection (stdin and output) without touching the container. */
   close(): void;
+}
+
+/** An image's files, mounted on the host until release(); `path` is the host path to bind-mount. */
+export interface MountedImageTree {
+  readonly path: string;
+  release(): Promise<void>;
 }
 
 export interface ContainerExit {
@@ -135,6 +142,11 @@ export interface ContainerRuntime {
   /** Forced removal; succeeds when the container is already gone. */
   removeContainer(id: string): Promise<void>;
   listContainers(label: string): Promise<ContainerSummary[]>;
+  /**
+   * Mounts the image's files on the host and keeps them mounted until release(), through a container
+   * that is created with these labels and never started.
+   */
+  mountImageTree(image: string, holder: { readonly name: string; readonly labels: Readonly<Record<string, string>> }): Promise<MountedImageTree>;
   inspectImage(reference: string): Promise<ImageInfo | undefined>;
   /** Whether a path exists in the image's filesystem (probed without starting a container). */
   imageHasAnyPath(reference: string, paths: readonly string[]): Promise<boolean>;

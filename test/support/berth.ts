@@ -37,11 +37,19 @@ export function testEnvironment(dir: string, instance: string, port = 0): Record
   };
 }
 
-export async function startTestBerth(env: Record<string, string> = {}): Promise<TestBerth> {
+export interface TestBerthOptions {
+  /** Receives every log record Berth writes at the configured level (SERVICE_LOG_LEVEL), parsed. */
+  readonly onLog?: (record: Record<string, unknown>) => void;
+}
+
+export async function startTestBerth(env: Record<string, string> = {}, options: TestBerthOptions = {}): Promise<TestBerth> {
   const dir = await mkdtemp(join(tmpdir(), 'berth-test-'));
   const instance = `test-${randomBytes(4).toString('hex')}`;
   const config = loadConfig({ ...testEnvironment(dir, instance), ...env });
-  const logger = pino({ level: config.logLevel });
+  const { onLog } = options;
+  const logger = onLog
+    ? pino({ level: config.logLevel }, { write: (line: string) => onLog(JSON.parse(line) as Record<string, unknown>) })
+    : pino({ level: config.logLevel });
   const berth = await startBerth(config, logger);
   let stopped = false;
   return {

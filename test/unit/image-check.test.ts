@@ -47,3 +47,10 @@ test('a missing image is a 400 that says how to get it', async () => {
   const check = new ImageCheck(fakeRuntime({}).runtime);
   await assert.rejects(check.ensureRunnable('nope:1'), (error: BerthError) => error.status === 400 && /pull it first/.test(error.message));
 });
+
+test('a burst of first runs shares one probe of the image', async () => {
+  const { runtime, probes } = fakeRuntime({ 'debian:12': { id: 'a', files: [] } });
+  const check = new ImageCheck(runtime);
+  await Promise.all(Array.from({ length: 8 }, () => check.ensureRunnable('debian:12')));
+  assert.deepEqual(probes, ['debian:12']);
+});

@@ -10,6 +10,7 @@ import { BerthError, errors } from '../../src/errors.js';
 import type { RunRequest } from '../../src/core/run-request.js';
 import type { RunPlan } from '../../src/core/run-plan.js';
 import type { AcceptedRun } from '../../src/core/runs/run-service.js';
+import { RunPhases } from '../../src/core/runs/run-phases.js';
 import type { RunOutcome } from '../../src/core/runs/run-executor.js';
 import type { ResultEnvelope } from '../../src/engine/stream-json.js';
 import { JOB_MESSAGES, JobService, type JobRunner, type JobServiceDependencies } from '../../src/core/jobs/job-service.js';
@@ -54,7 +55,7 @@ class FakeRuns implements JobRunner {
         this.released.push(sessionId);
       },
     } as AcceptedRun['session'];
-    return { runId: `run-${this.counter}`, plan, session };
+    return { runId: `run-${this.counter}`, plan, session, phases: new RunPhases() };
   }
 
   async execute(accepted: AcceptedRun, _mode: string, signal: AbortSignal): Promise<RunOutcome> {

@@ -1,6 +1,6 @@
 // The container an engine runs in, for a one-shot run or a persistent agent alike: the plan's image,
-// limits and volumes, the session directory as the engine's config directory, the engine image at
-// /opt/claude, the credential and secrets as files, Berth's labels, and the input files to upload.
+// limits and volumes, the session directory as the engine's config directory, the engine image's files
+// (held mounted by Berth) read-only at /opt/claude, the credential and secrets as files, Berth's labels, and the input files to upload.
 import type { RunPlan } from '../run-plan.js';
 import type { PreparedSession } from '../sessions/session-store.js';
 import type { EngineAccess } from '../engine-access.js';
@@ -13,7 +13,8 @@ import type { InputFileContent, RunInputs } from './run-inputs.js';
 /** What every engine container shares, from configuration. */
 export interface EngineContainerSettings {
   readonly engineAccess: EngineAccess;
-  readonly engineImage: string;
+  /** Host path of the engine image's files, held mounted by Berth (bind-mounted read-only at ENGINE_MOUNT). */
+  readonly engineTree: string;
   readonly instanceId: string;
   readonly pidsLimit: number;
   readonly network: string;
@@ -54,9 +55,9 @@ export function engineContainer(
     bindMounts: [
       { hostPath: session.mountPath, containerPath: ENGINE_CONFIG_DIR, readOnly: false, options: [] },
       { hostPath: settings.inputs.hostPathOf(options.id), containerPath: INPUT_DIR, readOnly: true, options: [] },
+      { hostPath: settings.engineTree, containerPath: ENGINE_MOUNT, readOnly: true, options: [] },
       ...plan.container.volumes.map((v) => ({ hostPath: v.hostPath, containerPath: v.containerPath, readOnly: v.readOnly, options: v.options })),
     ],
-    imageMounts: [{ image: settings.engineImage, containerPath: ENGINE_MOUNT }],
     secretFiles: [
       { secret: access.secretName, containerPath: `${SECRET_ENV_DIR}/${access.variable}` },
       ...plan.container.secretsEnv.map((s) => ({ secret: s.secret, containerPath: `${SECRET_ENV_DIR}/${s.variable}` })),

@@ -11,6 +11,7 @@ import { LineSplitter, parseEngineLine, type ResultEnvelope } from '../../engine
 import type { PreparedSession } from '../sessions/session-store.js';
 import { OutputTail } from './output-tail.js';
 import { engineContainer, type EngineContainerSettings } from './engine-container.js';
+import type { RunPhases } from './run-phases.js';
 
 /** How a run ended. `crashed` covers every end the engine did not choose itself. */
 export type RunOutcome =
@@ -35,6 +36,7 @@ export interface RunContext {
   readonly runId: string;
   readonly plan: RunPlan;
   readonly session: PreparedSession;
+  readonly phases: RunPhases;
   readonly signal: AbortSignal;
   readonly hooks?: RunHooks;
 }
@@ -78,18 +80,24 @@ export class RunExecutor {
     const { spec, inputFiles } = engineContainer(this.deps, { id: runId, plan: context.plan, session: context.session });
 
     const { runtime } = this.deps;
+    const { phases } = context;
     let containerId: string | undefined;
     try {
-      await this.deps.inputs.write(runId, inputFiles);
-      containerId = await runtime.createContainer(spec).catch((error: unknown) => {
-        throw creationError(error);
+      containerId = await phases.measure('create', async () => {
+        await this.deps.inputs.write(runId, inputFiles);
+        return runtime.createContainer(spec).catch((error: unknown) => {
+          throw creationError(error);
+        });
       });
       return await this.supervise(containerId, context);
     } finally {
       if (containerId !== undefined) {
-        await runtime.removeContainer(containerId).catch((error: unknown) => {
-          this.deps.log.error({ err: error, runId, containerId }, 'container removal failed; the reaper will retry at next start');
-        });
+        const id = containerId;
+        await phases
+          .measure('remove', () => runtime.removeContainer(id))
+          .catch((error: unknown) => {
+            this.deps.log.error({ err: error, runId, containerId: id }, 'container removal failed; the reaper will retry at next start');
+          });
       }
       await this.deps.inputs.remove(runId);
     }
@@ -97,7 +105,7 @@ export class RunExecutor {
 
   private async supervise(containerId: string, context: RunContext): Promise<RunOutcome> {
     const { runtime } = this.deps;
-    const { plan, signal, hooks } = context;
+    const { plan, signal, hooks, phases } = context;
     const splitter = new LineSplitter();
     const lines = new OutputTail();
     let stderr = '';
@@ -122,7 +130,8 @@ export class RunExecutor {
 
     try {
       if (signal.aborted) throw new Error('run cancelled before start');
-      await runtime.startContainer(containerId);
+      await phases.measure('start', () => runtime.startContainer(containerId));
+      phases.mark();
       // A stop that arrived while the container was starting found nothing running to kill: kill it now.
       if (stopReason) await runtime.killContainer(containerId);
       hooks?.onContainerStarted?.(containerId);
@@ -132,11 +141,13 @@ export class RunExecutor {
             stderr = (stderr + chunk.data.toString('utf8')).slice(-8192);
             continue;
           }
+          if (!phases.has('first_output')) phases.end('first_output');
           for (const line of splitter.push(chunk.data)) consume(line);
         }
         for (const line of splitter.flush()) consume(line);
       })();
       const exit = await runtime.waitContainer(containerId);
+      phases.end('engine_exit');
       // The log stream ends with the container; give it a moment to deliver its last lines.
       await Promise.race([reading, new Promise((r) => setTimeout(r, 2_000))]);
       followAbort.abort();

@@ -34,8 +34,14 @@ export class RunInputs {
   async write(id: string, files: readonly InputFileContent[]): Promise<void> {
     const dir = join(this.dir, id);
     await mkdir(dir, { mode: 0o755 });
-    await chmod(dir, 0o755); // readable by the container's user, whatever the umask
-    for (const file of files) await writeFile(join(dir, file.name), file.content, { mode: 0o444, flag: 'wx' });
+    // Modes are set explicitly: the container's user must read these whatever umask Berth was started
+    // with (`umask 077` would make them 0400, root's only, and every run would fail to read its prompt).
+    await chmod(dir, 0o755);
+    for (const file of files) {
+      const path = join(dir, file.name);
+      await writeFile(path, file.content, { mode: 0o444, flag: 'wx' });
+      await chmod(path, 0o444);
+    }
   }
 
   async remove(id: string): Promise<void> {

@@ -15,6 +15,7 @@ import type { EngineAccess } from '../engine-access.js';
 import { cumulativeUsage, readTranscript } from '../../engine/transcript.js';
 import { estimateCostUsd } from '../../engine/pricing.js';
 import type { TokenUsage } from '../../engine/stream-json.js';
+import { RunPhases, type PhaseDurations } from './run-phases.js';
 
 export type RunMode = 'sync' | 'async' | 'stream' | 'agent';
 
@@ -33,7 +34,7 @@ export interface RunResult {
 }
 
 export interface RunObserver {
-  runFinished(mode: RunMode, outcome: RunOutcome['kind'] | 'timeout' | 'oom' | 'cancelled' | 'error', durationMs: number): void;
+  runFinished(mode: RunMode, outcome: RunOutcome['kind'] | 'timeout' | 'oom' | 'cancelled' | 'error', durationMs: number, phases: PhaseDurations): void;
   containerStarted(): void;
   containerStopped(): void;
 }
@@ -56,6 +57,8 @@ export interface AcceptedRun {
   readonly runId: string;
   readonly plan: RunPlan;
   readonly session: PreparedSession;
+  /** Where the run's time goes, from acceptance to the container's removal. */
+  readonly phases: RunPhases;
 }
 
 export function newRunId(): string {
@@ -74,14 +77,18 @@ export class RunService {
 
   /** Everything that can refuse a request, before any container exists. */
   async accept(request: RunRequest, options: { sessionId?: string } = {}): Promise<AcceptedRun> {
-    const plan = await validateRunRequest(request, {
-      config: this.deps.config,
-      secretExists: (name) => this.deps.runtime.secretExists(name),
-    });
+    const phases = new RunPhases();
+    const plan = await phases.measure('validate', () =>
+      validateRunRequest(request, {
+        config: this.deps.config,
+        secretExists: (name) => this.deps.runtime.secretExists(name),
+      }),
+    );
     this.deps.engineAccess.current();
-    await this.deps.images.ensureRunnable(plan.container.image);
-    const session = await this.deps.sessions.prepare(plan.session, plan.workdir, options.sessionId);
-    return { runId: newRunId(), plan, session };
+    await phases.measure('image_check', () => this.deps.images.ensureRunnable(plan.container.image));
+    const session = await phases.measure('session', () => this.deps.sessions.prepare(plan.session, plan.workdir, options.sessionId));
+    phases.mark();
+    return { runId: newRunId(), plan, session, phases };
   }
 
   /** Runs an accepted run to its outcome and releases its session. */
@@ -99,12 +106,16 @@ export class RunService {
     const signal = this.deps.shutdownSignal ? AbortSignal.any([callerSignal, this.deps.shutdownSignal]) : callerSignal;
     const started = Date.now();
     const { observer } = this.deps;
+    const { phases } = accepted;
+    // Only an async job waits between acceptance and execution (for a slot); other modes go straight on.
+    if (mode === 'async') phases.end('queue');
     let outcomeLabel: Parameters<RunObserver['runFinished']>[1] = 'error';
     try {
       const outcome = await this.deps.executor.execute({
         runId: accepted.runId,
         plan: accepted.plan,
         session: accepted.session,
+        phases,
         signal,
         hooks: {
           onText: hooks.onText,
@@ -120,8 +131,12 @@ export class RunService {
     } finally {
       const durationMs = Date.now() - started;
       observer?.containerStopped();
-      observer?.runFinished(mode, outcomeLabel, durationMs);
-      this.deps.log.info({ runId: accepted.runId, sessionId: accepted.session.sessionId, mode, outcome: outcomeLabel, durationMs }, 'run finished');
+      const phaseDurations = phases.toJSON();
+      observer?.runFinished(mode, outcomeLabel, durationMs, phaseDurations);
+      this.deps.log.info(
+        { runId: accepted.runId, sessionId: accepted.session.sessionId, mode, outcome: outcomeLabel, durationMs, phases: phaseDurations },
+        'run finished',
+      );
       await accepted.session.release();
     }
   }

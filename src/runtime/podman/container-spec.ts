@@ -21,11 +21,6 @@ export function toSpecGenerator(spec: ContainerSpec): Record<string, unknown> {
       // nosuid,nodev on every bind mount: a caller's files must never become setuid binaries or devices.
       Options: [mount.readOnly ? 'ro' : 'rw', ...new Set([...mount.options, 'nosuid', 'nodev']), 'rbind'],
     })),
-    image_volumes: spec.imageMounts.map((mount) => ({
-      Source: mount.image,
-      Destination: mount.containerPath,
-      ReadWrite: false,
-    })),
     // Secrets are files, not environment variables: libpod copies secret_env values into the
     // container's inspect data, where anyone with access to the socket could read them.
     secrets: spec.secretFiles.map((file) => ({ Source: file.secret, Target: file.containerPath, Mode: 0o444 })),

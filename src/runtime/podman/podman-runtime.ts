@@ -8,6 +8,7 @@ import type {
   ContainerSummary,
   ImageInfo,
   ImageSummary,
+  MountedImageTree,
   OutputChunk,
   PulledImage,
   PullOptions,
@@ -63,20 +64,8 @@ export class PodmanRuntime implements ContainerRuntime {
   }
 
   async createContainer(spec: ContainerSpec): Promise<string> {
-    // Podman 4.3 sometimes fails to mount an image (the engine image mount) while another container using
-    // it is being removed at the same moment; a second attempt succeeds. Only those 500s are retried, after
-    // removing whatever the failed attempt may have left under the name.
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const created = await this.client.json<{ Id: string }>('/containers/create', { method: 'POST', json: toSpecGenerator(spec) });
-        return created.Id;
-      } catch (error) {
-        const transient = error instanceof PodmanApiError && error.statusCode >= 500 && /mount|overlay|layer/i.test(error.message);
-        if (!transient || attempt >= 3) throw error;
-        await this.removeContainer(spec.name).catch(() => undefined);
-        await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
-      }
-    }
+    const created = await this.client.json<{ Id: string }>('/containers/create', { method: 'POST', json: toSpecGenerator(spec) });
+    return created.Id;
   }
 
   async startContainer(id: string): Promise<void> {
@@ -138,6 +127,36 @@ export class PodmanRuntime implements ContainerRuntime {
       query: { all: true, filters: JSON.stringify({ label: [label] }) },
     });
     return containers.map((c) => ({ id: c.Id, names: c.Names ?? [], labels: c.Labels ?? {} }));
+  }
+
+  // Podman 4.3 shares one mount of an image among the containers that mount it (`type=image`) and
+  // sometimes unmounts it while another container of the same image is being removed, so a concurrent
+  // start fails with `lowerdir=…/merged: no such file or directory`. A container of the image's own,
+  // created and never started, mounted once and held, gives a tree whose mount nobody else counts.
+  async mountImageTree(image: string, holder: { readonly name: string; readonly labels: Readonly<Record<string, string>> }): Promise<MountedImageTree> {
+    await this.removeContainer(holder.name);
+    const created = await this.client.json<{ Id: string }>('/containers/create', {
+      method: 'POST',
+      json: {
+        name: holder.name,
+        image,
+        command: ['/berth-image-tree-never-started'],
+        labels: holder.labels,
+        oci_runtime: 'runc',
+        netns: { nsmode: 'none' },
+      },
+    });
+    try {
+      // Podman 4.3 answers with the bare path (not a JSON string, whatever its content type says).
+      const response = await this.client.request(`/containers/${created.Id}/mount`, { method: 'POST' });
+      const text = (await response.body.text()).trim();
+      const mounted = text.startsWith('"') ? (JSON.parse(text) as string) : text;
+      if (!mounted.startsWith('/')) throw new Error(`Podman answered the mount of ${image} with ${JSON.stringify(text.slice(0, 200))}`);
+      return { path: mounted, release: () => this.removeContainer(created.Id) };
+    } catch (error) {
+      await this.removeContainer(created.Id).catch(() => undefined);
+      throw error;
+    }
   }
 
   async inspectImage(reference: string): Promise<ImageInfo | undefined> {

@@ -1,0 +1,71 @@
+// Where a run's time went, phase by phase, so that a slow run explains itself in its log line and in
+// /metrics. The phases follow one another; a phase a run never reached is absent.
+export const RUN_PHASES = [
+  /** Request checks: validation, secrets, volumes, limits. */
+  'validate',
+  /** The image is present, glibc-based and allowed. */
+  'image_check',
+  /** The session directory is created, found or copied (fork) and locked. */
+  'session',
+  /** Async jobs only: waiting for a free slot under SERVICE_MAX_CONCURRENT_RUNS. */
+  'queue',
+  /** Input files written and the container created by Podman. */
+  'create',
+  /** Podman starts the container (runc create + start). */
+  'start',
+  /** From a started container to the engine's first line of output (mostly the engine's own start). */
+  'first_output',
+  /** From the first output to the container's exit (the turn itself). */
+  'engine_exit',
+  /** The container removed. */
+  'remove',
+] as const;
+
+export type RunPhase = (typeof RUN_PHASES)[number];
+
+export type PhaseDurations = Partial<Record<RunPhase, number>>;
+
+export class RunPhases {
+  private readonly durations: PhaseDurations = {};
+  private markedAt = performance.now();
+
+  /** Runs `work` and records its duration as `phase` (also when it throws). */
+  async measure<T>(phase: RunPhase, work: () => Promise<T>): Promise<T> {
+    const started = performance.now();
+    try {
+      return await work();
+    } finally {
+      this.add(phase, performance.now() - started);
+    }
+  }
+
+  /** Starts a phase that ends at the next call to end() or mark() (for phases bounded by events). */
+  mark(): void {
+    this.markedAt = performance.now();
+  }
+
+  /** Records the time since the last mark() as `phase` and marks again. */
+  end(phase: RunPhase): void {
+    const now = performance.now();
+    this.add(phase, now - this.markedAt);
+    this.markedAt = now;
+  }
+
+  has(phase: RunPhase): boolean {
+    return this.durations[phase] !== undefined;
+  }
+
+  /** Milliseconds per phase, in phase order, rounded to 0.1 ms. */
+  toJSON(): PhaseDurations {
+    const ordered: PhaseDurations = {};
+    for (const phase of RUN_PHASES) {
+      const ms = this.durations[phase];
+      if (ms !== undefined) ordered[phase] = Math.round(ms * 10) / 10;
+    }
+    return ordered;
+  }
+
+  private add(phase: RunPhase, ms: number): void {
+    this.durations[phase] = (this.durations[phase] ?? 0) + ms;
+  }
+}
