@@ -1,5 +1,5 @@
 # The two commands: `make up` runs Berth with its embedded defaults, `make test` runs every test.
-.PHONY: up test setup test-unit test-integration bench typecheck
+.PHONY: up test setup test-unit test-integration test-users-path bench typecheck
 
 # Podman settings this kind of host needs (runc, explicit ulimits), for every command below and what it
 # starts, including the benchmark's raw `podman run`. A CONTAINERS_CONF you set yourself wins.
@@ -19,6 +19,9 @@ test-unit: setup
 
 test-integration: setup
 	@bash scripts/run-tests.sh integration
+
+test-users-path: setup
+	@bash scripts/run-tests.sh users-path
 
 bench: setup
 	@npx tsx bench/berth-vs-raw.ts

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the test suites with node's test runner: unit tests (fast, fakes allowed) and integration tests
 # (real Podman, real engine binary, offline model), one integration file at a time to keep a 2-core
-# machine from timing runs out. `scripts/run-tests.sh unit|integration` runs one suite.
+# machine from timing runs out, then the users' path from a fresh clone.
+# `scripts/run-tests.sh unit|integration|users-path` runs one suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CONTAINERS_CONF="${CONTAINERS_CONF:-$PWD/scripts/containers.conf}"
@@ -18,11 +19,13 @@ if [ "$suite" = all ] || [ "$suite" = integration ]; then
   mapfile -t files < <(find test/integration -name '*.test.ts' | sort)
   node --import tsx --test --test-concurrency=1 --test-timeout=600000 "${files[@]}" || status=1
   # Nothing a test Berth starts may outlive it: containers, its key secrets, its Podman service.
-  left=$(podman ps -a --filter label=berth.instance --format '{{.Names}}' | wc -l)
-  if [ "$left" -gt 0 ]; then
-    echo "LEAK: $left Berth container(s) left after the tests:"; podman ps -a --filter label=berth.instance
-    status=1
-  fi
+  for label in berth.instance berth.image-tree berth.probe; do
+    left=$(podman ps -a --filter "label=$label" --format '{{.Names}}' | wc -l)
+    if [ "$left" -gt 0 ]; then
+      echo "LEAK: $left container(s) labelled $label left after the tests:"; podman ps -a --filter "label=$label"
+      status=1
+    fi
+  done
   secrets=$(podman secret ls --format '{{.Name}}' | grep -c '^berth-offline-model-key-test-' || true)
   if [ "$secrets" -gt 0 ]; then
     echo "LEAK: $secrets offline-model key secret(s) of test instances left:"; podman secret ls
@@ -38,5 +41,10 @@ if [ "$suite" = all ] || [ "$suite" = integration ]; then
     echo "LEAK: $services Podman service(s) of test instances still running:"; pgrep -fa 'podman system service .*berth-test-'
     status=1
   fi
+fi
+if [ "$suite" = all ] || [ "$suite" = users-path ]; then
+  # Last, on a machine the other suites left clean: what a new user does, from a fresh clone of HEAD.
+  echo "== users' path (fresh clone, make up, the README's commands, concurrent load, Ctrl-C)"
+  node --import tsx --test --test-concurrency=1 --test-timeout=1800000 test/users-path/*.test.ts || status=1
 fi
 exit $status

@@ -133,8 +133,13 @@ export interface ContainerRuntime {
   ping(): Promise<void>;
   createContainer(spec: ContainerSpec): Promise<string>;
   startContainer(id: string): Promise<void>;
-  /** Follows stdout/stderr from the container's start until it exits or the signal aborts. */
+  /** Follows stdout/stderr through the container's log, from its start until it exits or the signal aborts. */
   followOutput(id: string, signal: AbortSignal): AsyncIterable<OutputChunk>;
+  /**
+   * Attaches to stdout/stderr only (call before start to miss nothing): output arrives as it is written
+   * and the stream ends when the container exits, where following the log adds Podman's polling delay.
+   */
+  attachOutput(id: string): Promise<{ readonly output: AsyncIterable<OutputChunk>; close(): void }>;
   /** Attaches to stdin/stdout/stderr of a container created with `interactive`; call before start to miss nothing. */
   attach(id: string): Promise<AttachedContainer>;
   waitContainer(id: string): Promise<ContainerExit>;

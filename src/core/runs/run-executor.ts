@@ -126,17 +126,21 @@ export class RunExecutor {
     const timer = setTimeout(() => stop('timeout'), plan.container.timeoutMs);
     const onAbort = () => stop('cancelled');
     signal.addEventListener('abort', onAbort, { once: true });
-    const followAbort = new AbortController();
+    let attached: { close(): void } | undefined;
 
     try {
       if (signal.aborted) throw new Error('run cancelled before start');
-      await phases.measure('start', () => runtime.startContainer(containerId));
+      const { output } = await phases.measure('start', async () => {
+        attached = await runtime.attachOutput(containerId);
+        await runtime.startContainer(containerId);
+        return attached;
+      });
       phases.mark();
       // A stop that arrived while the container was starting found nothing running to kill: kill it now.
       if (stopReason) await runtime.killContainer(containerId);
       hooks?.onContainerStarted?.(containerId);
       const reading = (async () => {
-        for await (const chunk of runtime.followOutput(containerId, followAbort.signal)) {
+        for await (const chunk of output) {
           if (chunk.stream === 'stderr') {
             stderr = (stderr + chunk.data.toString('utf8')).slice(-8192);
             continue;
@@ -147,10 +151,10 @@ export class RunExecutor {
         for (const line of splitter.flush()) consume(line);
       })();
       const exit = await runtime.waitContainer(containerId);
-      phases.end('engine_exit');
-      // The log stream ends with the container; give it a moment to deliver its last lines.
+      // The attached stream ends with the container; give it a moment to deliver its last lines.
       await Promise.race([reading, new Promise((r) => setTimeout(r, 2_000))]);
-      followAbort.abort();
+      phases.end('engine_exit');
+      attached?.close();
       await reading.catch(() => undefined);
 
       if (lines.truncated || splitter.droppedLines > 0) {
@@ -182,7 +186,7 @@ export class RunExecutor {
     } finally {
       clearTimeout(timer);
       signal.removeEventListener('abort', onAbort);
-      followAbort.abort();
+      attached?.close();
     }
   }
 }

@@ -84,6 +84,23 @@ export class PodmanRuntime implements ContainerRuntime {
     }
   }
 
+  async attachOutput(id: string): Promise<{ readonly output: AsyncIterable<OutputChunk>; close(): void }> {
+    // Podman follows a container's log file by polling (every 250 ms in 4.3), which made every run wait
+    // about half a second for its first and last lines; attach streams them as the engine writes.
+    const socket = await this.client.upgrade(`/containers/${id}/attach`, { stdin: false, stdout: true, stderr: true, stream: true });
+    socket.on('error', () => undefined);
+    return {
+      output: (async function* () {
+        try {
+          yield* demultiplex(socket as AsyncIterable<Buffer>);
+        } catch (error) {
+          if (!socket.destroyed) throw error;
+        }
+      })(),
+      close: () => socket.destroy(),
+    };
+  }
+
   async attach(id: string): Promise<AttachedContainer> {
     const socket = await this.client.upgrade(`/containers/${id}/attach`, { stdin: true, stdout: true, stderr: true, stream: true });
     // Without a TTY the hijacked stream is Docker-multiplexed; ending the write side closes the container's stdin.

@@ -1,0 +1,125 @@
+// The users' path, as a newcomer walks it: a fresh clone in a new temporary directory (no .service/, no
+// node_modules but what npm's own cache gives), `make up` exactly as the README says (under the strictest
+// umask a user may have), the README's token recipe and example `curl` run literally, then many requests
+// at once, then Ctrl-C; afterwards nothing of it may be left running, listening or labelled.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createConnection } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { mixedModes, runLoad } from '../support/load.js';
+
+const exec = promisify(execFile);
+const REPO = resolve(import.meta.dirname, '..', '..');
+const URL = 'http://127.0.0.1:8080';
+const MARKER = '<!-- newcomer-test: runs this block verbatim -->';
+
+/** The environment of a new user's shell: none of Berth's settings, no Podman settings. */
+function newcomerEnvironment(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(process.env)) {
+    if (!name.startsWith('SERVICE_') && name !== 'CONTAINERS_CONF' && !name.startsWith('NODE_') && !name.startsWith('npm_')) env[name] = value;
+  }
+  return env;
+}
+
+/** The README's quick-start block that the newcomer copies. */
+export async function readmeCommands(readme: string): Promise<string> {
+  const at = readme.indexOf(MARKER);
+  assert.ok(at >= 0, `the README marks its quick-start commands with ${MARKER}`);
+  const block = /```sh\n([\s\S]*?)```/.exec(readme.slice(at));
+  assert.ok(block, 'a ```sh block follows the marker');
+  return block[1]!;
+}
+
+async function portIsFree(port: number): Promise<boolean> {
+  return new Promise((done) => {
+    const socket = createConnection({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      done(false);
+    });
+    socket.once('error', () => done(true));
+  });
+}
+
+async function podmanLines(args: string[]): Promise<string[]> {
+  const { stdout } = await exec('podman', args, { env: { ...process.env, CONTAINERS_CONF: join(REPO, 'scripts', 'containers.conf') } });
+  return stdout.split('\n').filter((line) => line.trim() !== '');
+}
+
+describe('a newcomer: fresh clone, make up, the README commands, load, Ctrl-C', () => {
+  let work: string;
+  let clone: string;
+  let up: ChildProcess | undefined;
+  let output = '';
+  let exited: Promise<number | null>;
+
+  before(async () => {
+    assert.ok(await portIsFree(8080), 'port 8080 must be free for the newcomer test (is another Berth running?)');
+    work = await mkdtemp(join(tmpdir(), 'berth-newcomer-'));
+    clone = join(work, 'berth');
+    await exec('git', ['clone', '--quiet', REPO, clone]);
+    up = spawn('sh', ['-c', 'umask 077 && exec make up'], { cwd: clone, env: newcomerEnvironment(), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    up.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    up.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    exited = new Promise((done) => up!.once('exit', (code) => done(code)));
+    const deadline = Date.now() + 15 * 60_000;
+    while (!output.includes('berth is listening')) {
+      if (up.exitCode !== null) assert.fail(`make up exited with ${up.exitCode}:\n${output.slice(-4000)}`);
+      if (Date.now() > deadline) assert.fail(`make up did not start Berth within 15 minutes:\n${output.slice(-4000)}`);
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  });
+
+  after(async () => {
+    if (up && up.exitCode === null && up.pid !== undefined) {
+      process.kill(-up.pid, 'SIGKILL');
+      await exited;
+    }
+    if (work) await rm(work, { recursive: true, force: true });
+  });
+
+  test('make up printed the token recipe and the example curl', () => {
+    assert.match(output, /Get an access token/);
+    assert.match(output, /curl -s -X POST http:\/\/127\.0\.0\.1:8080\/run/);
+  });
+
+  test('the README commands, run literally, answer a completed run on the first try', async () => {
+    const commands = await readmeCommands(await readFile(join(clone, 'README.md'), 'utf8'));
+    const { stdout } = await exec('bash', ['-ec', commands], { cwd: clone, env: newcomerEnvironment(), timeout: 120_000 });
+    const body = JSON.parse(stdout.trim().split('\n').at(-1)!) as { status: string; output: string; session_id: string; error?: string };
+    assert.equal(body.status, 'completed', stdout);
+    assert.match(body.output, /^Linux /);
+  });
+
+  test('48 requests at concurrency 8 (sync, async and stream) all succeed', async () => {
+    const local = await readFile(join(clone, '.service', 'local.env'), 'utf8');
+    const apiToken = /^SERVICE_API_TOKENS=([^,\n]+)/m.exec(local)![1]!;
+    const issued = await fetch(`${URL}/auth/token`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${apiToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ client_id: 'newcomer-load' }),
+    });
+    const { access_token } = (await issued.json()) as { access_token: string };
+    const results = await runLoad({ url: URL, headers: { authorization: `Bearer ${access_token}` }, total: 48, concurrency: 8, modeOf: mixedModes });
+    assert.deepEqual(results.filter((r) => !r.ok), []);
+    for (const r of results) assert.equal(r.output, `load ${r.index}`);
+  });
+
+  test('Ctrl-C stops everything make up started; nothing is left running, listening or labelled', async () => {
+    process.kill(-up!.pid!, 'SIGINT');
+    const code = await Promise.race([exited, new Promise<'hung'>((r) => setTimeout(() => r('hung'), 60_000))]);
+    assert.notEqual(code, 'hung', `make up did not stop within 60 s of Ctrl-C:\n${output.slice(-3000)}`);
+    assert.ok(await portIsFree(8080), 'nothing listens on 8080 any more');
+    assert.ok(await portIsFree(8787), 'the offline model no longer listens on 8787');
+    assert.deepEqual(await podmanLines(['ps', '-a', '--filter', 'label=berth.instance=default', '--format', '{{.Names}}']), []);
+    assert.deepEqual(await podmanLines(['ps', '-a', '--filter', 'label=berth.image-tree=default', '--format', '{{.Names}}']), []);
+    assert.deepEqual((await podmanLines(['secret', 'ls', '--format', '{{.Name}}'])).filter((name) => name.startsWith('berth-offline-model-key-default-')), []);
+    const { stdout } = await exec('ps', ['-eo', 'pid,args']);
+    assert.deepEqual(stdout.split('\n').filter((line) => line.includes(clone)), [], 'no process of the clone is left');
+  });
+});
