@@ -26,5 +26,5 @@ test-users-path: setup
 bench: setup
 	@npx tsx bench/berth-vs-raw.ts
 
-typecheck:
+typecheck: setup
 	@npx tsc --noEmit -p tsconfig.json
