@@ -47,6 +47,8 @@ export interface Config {
     readonly maxCpus: number;
     readonly maxTimeoutMs: number;
     readonly pidsLimit: number;
+    /** First host uid/gid of the user namespace agent containers run in (container id N is host id base + N). */
+    readonly usernsBase: number;
   };
   readonly engine: {
     /** Model endpoint as seen from inside agent containers; undefined = the embedded offline model. */
@@ -120,6 +122,8 @@ const PACKAGE = JSON.parse(readFileSync(new URL('../package.json', import.meta.u
   optionalDependencies: Record<string, string>;
 };
 export const BERTH_VERSION = PACKAGE.version;
+/** Container uids/gids 0–65535 are mapped into the host range starting at SERVICE_AGENT_USERNS_BASE. */
+export const USERNS_SIZE = 65_536;
 export const ENGINE_VERSION = PACKAGE.optionalDependencies['@anthropic-ai/claude-code-linux-x64'] ?? 'unknown';
 
 // Placeholders people paste from examples; a JWT secret equal to one of these is refused.
@@ -279,6 +283,8 @@ export function loadConfig(env: Env = process.env): Config {
       maxCpus,
       maxTimeoutMs,
       pidsLimit: read.int('SERVICE_AGENT_PIDS_LIMIT', 512, 16, 1_000_000),
+      // Above the subordinate ranges useradd hands out (100000–600100000), below 2^31 minus the range.
+      usernsBase: read.int('SERVICE_AGENT_USERNS_BASE', 700_000_000, 65_536, 2_147_483_647 - USERNS_SIZE),
     },
     engine: {
       baseUrl: read.optional('SERVICE_ENGINE_BASE_URL'),

@@ -6,7 +6,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import type { Config } from './config.js';
+import { USERNS_SIZE, type Config } from './config.js';
 import { buildApp } from './http/app.js';
 import { startMetricsServer } from './http/metrics-server.js';
 import { createMetrics } from './metrics/metrics.js';
@@ -14,6 +14,7 @@ import { PodmanClient } from './runtime/podman/client.js';
 import { PodmanRuntime } from './runtime/podman/podman-runtime.js';
 import { startPodmanService, type PodmanService } from './runtime/podman/service-process.js';
 import { IMAGE_TREE_LABEL } from './runtime/container-runtime.js';
+import { VolumeStaging } from './runtime/volume-staging.js';
 import { reapLeftovers } from './core/reaper.js';
 import { SessionStore } from './core/sessions/session-store.js';
 import { SessionService } from './core/sessions/session-service.js';
@@ -129,10 +130,21 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       instanceId: config.instanceName,
       pidsLimit: config.agent.pidsLimit,
       network: config.agent.network,
+      // Rootful Podman maps container ids into SERVICE_AGENT_USERNS_BASE…; rootless Podman already does.
+      userNamespace:
+        process.getuid?.() === 0
+          ? { kind: 'mapped' as const, hostBase: config.agent.usernsBase, size: USERNS_SIZE }
+          : { kind: 'rootless' as const },
       workdirAutoCreate: config.agent.workdirAutoCreate,
       inputs,
     };
-    const executor = new RunExecutor({ ...containerSettings, runtime, log: logger });
+    // Caller volumes are mounted from staging mounts of exactly the checked objects (runtime/volume-staging.ts).
+    const volumeStaging = new VolumeStaging({
+      dir: join(config.agent.sessionsDir, '.volumes'),
+      hostDir: join(config.agent.sessionsHostDir, '.volumes'),
+    });
+    await volumeStaging.init();
+    const executor = new RunExecutor({ ...containerSettings, runtime, volumeStaging, log: logger });
     const runs = new RunService({
       config,
       runtime,

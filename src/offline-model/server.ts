@@ -57,6 +57,13 @@ export async function startOfflineModel(options: OfflineModelOptions = {}): Prom
     });
   });
 
+  // The engine reuses kept-alive connections between its requests of one turn. Node closes idle ones after
+  // 5 s by default; on a loaded machine the engine's next request can cross that close and fail with
+  // ECONNRESET (seen once in ~150 runs under a busy swap loop), and the offline model runs with no retries.
+  // Idle connections are kept longer than any pause between two requests of a turn.
+  server.keepAliveTimeout = 120_000;
+  server.headersTimeout = 125_000;
+
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 0, host, () => {

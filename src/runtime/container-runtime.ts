@@ -32,6 +32,13 @@ export interface SecretFile {
   readonly containerPath: string;
 }
 
+/**
+ * The user namespace a container runs in. `mapped`: container ids 0…size-1 are host ids hostBase…, so no
+ * process of the container is host root (rootful Podman). `rootless`: Podman runs rootless, and its own
+ * user namespace already maps container root to the unprivileged user running it.
+ */
+export type UserNamespace = { readonly kind: 'mapped'; readonly hostBase: number; readonly size: number } | { readonly kind: 'rootless' };
+
 export interface ContainerSpec {
   readonly name: string;
   readonly image: string;
@@ -47,6 +54,7 @@ export interface ContainerSpec {
   readonly cpuShares: number;
   readonly pidsLimit: number;
   readonly network: string;
+  readonly userNamespace: UserNamespace;
   /** Keep the container's stdin open for attach() (persistent agents feed the engine turn by turn). */
   readonly interactive?: boolean;
 }

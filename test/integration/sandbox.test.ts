@@ -84,7 +84,7 @@ describe('sandbox rules with real mounts', () => {
   test('a missing host path under an allowed directory is a 400 and leaves no container', async () => {
     const response = await t.request('POST', '/run', { prompt: 'hi', container: { volumes: [`${allowed}/not-there:/mnt/x`] } });
     assert.equal(response.status, 400, JSON.stringify(response.body));
-    assert.match(response.body.error, /container\.volumes: a host path does not exist/);
+    assert.match(response.body.error, /container\.volumes\[0\]: host path "[^"]*not-there" does not exist/);
   });
 
   test('an ro mount is readable and read-only inside the container', async () => {

@@ -4,7 +4,7 @@
 import type { RunPlan } from '../run-plan.js';
 import type { PreparedSession } from '../sessions/session-store.js';
 import type { EngineAccess } from '../engine-access.js';
-import type { ContainerSpec } from '../../runtime/container-runtime.js';
+import type { ContainerSpec, UserNamespace } from '../../runtime/container-runtime.js';
 import { INSTANCE_LABEL, RUN_LABEL } from '../../runtime/container-runtime.js';
 import { buildEngineInvocation } from '../../engine/command.js';
 import { ENGINE_CONFIG_DIR, ENGINE_MOUNT, INPUT_DIR, SECRET_ENV_DIR } from '../../engine/layout.js';
@@ -18,6 +18,7 @@ export interface EngineContainerSettings {
   readonly instanceId: string;
   readonly pidsLimit: number;
   readonly network: string;
+  readonly userNamespace: UserNamespace;
   readonly workdirAutoCreate: boolean;
   readonly inputs: RunInputs;
 }
@@ -30,9 +31,17 @@ export interface EngineContainer {
 
 export function engineContainer(
   settings: EngineContainerSettings,
-  options: { readonly id: string; readonly plan: RunPlan; readonly session: PreparedSession; readonly interactive?: boolean },
+  options: {
+    readonly id: string;
+    readonly plan: RunPlan;
+    readonly session: PreparedSession;
+    /** Where each of the plan's volumes is mounted from: its staging mount (runtime/volume-staging.ts). */
+    readonly volumeSources: readonly string[];
+    readonly interactive?: boolean;
+  },
 ): EngineContainer {
-  const { plan, session } = options;
+  const { plan, session, volumeSources } = options;
+  if (volumeSources.length !== plan.container.volumes.length) throw new Error('every volume needs its staged source');
   const interactive = options.interactive === true;
   const access = settings.engineAccess.current();
   const invocation = buildEngineInvocation({
@@ -56,7 +65,7 @@ export function engineContainer(
       { hostPath: session.mountPath, containerPath: ENGINE_CONFIG_DIR, readOnly: false, options: [] },
       { hostPath: settings.inputs.hostPathOf(options.id), containerPath: INPUT_DIR, readOnly: true, options: [] },
       { hostPath: settings.engineTree, containerPath: ENGINE_MOUNT, readOnly: true, options: [] },
-      ...plan.container.volumes.map((v) => ({ hostPath: v.hostPath, containerPath: v.containerPath, readOnly: v.readOnly, options: v.options })),
+      ...plan.container.volumes.map((v, index) => ({ hostPath: volumeSources[index]!, containerPath: v.containerPath, readOnly: v.readOnly, options: v.options })),
     ],
     secretFiles: [
       { secret: access.secretName, containerPath: `${SECRET_ENV_DIR}/${access.variable}` },
@@ -68,6 +77,7 @@ export function engineContainer(
     cpuShares: plan.container.cpuShares,
     pidsLimit: settings.pidsLimit,
     network: settings.network,
+    userNamespace: settings.userNamespace,
     ...(interactive ? { interactive: true } : {}),
   };
   const inputFiles = Object.entries(invocation.inputFiles).map(([name, content]) => ({ name, content }));

@@ -12,6 +12,7 @@ import type { PreparedSession } from '../sessions/session-store.js';
 import { OutputTail } from './output-tail.js';
 import { engineContainer, type EngineContainerSettings } from './engine-container.js';
 import type { RunPhases } from './run-phases.js';
+import { HostPathError, type StagedVolumes, type VolumeStaging } from '../../runtime/volume-staging.js';
 
 /** How a run ended. `crashed` covers every end the engine did not choose itself. */
 export type RunOutcome =
@@ -43,10 +44,17 @@ export interface RunContext {
 
 export interface ExecutorDependencies extends EngineContainerSettings {
   readonly runtime: ContainerRuntime;
+  readonly volumeStaging: VolumeStaging;
   readonly log: Logger;
 }
 
 const SIGNALS: Record<number, string> = { 1: 'SIGHUP', 2: 'SIGINT', 6: 'SIGABRT', 9: 'SIGKILL', 11: 'SIGSEGV', 13: 'SIGPIPE', 15: 'SIGTERM' };
+
+/** A volume whose host path changed or vanished since validation: still the caller's input, a 400. */
+function stagingError(error: unknown): unknown {
+  if (!(error instanceof HostPathError)) return error;
+  return errors.invalid(`container.volumes[${error.index}]: ${error.message}`);
+}
 
 /** Podman's refusal to create a container, as the error the caller can act on. */
 function creationError(error: unknown): unknown {
@@ -76,21 +84,27 @@ export class RunExecutor {
   constructor(private readonly deps: ExecutorDependencies) {}
 
   async execute(context: RunContext): Promise<RunOutcome> {
-    const { runId } = context;
-    const { spec, inputFiles } = engineContainer(this.deps, { id: runId, plan: context.plan, session: context.session });
-
+    const { runId, plan } = context;
     const { runtime } = this.deps;
     const { phases } = context;
     let containerId: string | undefined;
+    let staged: StagedVolumes | undefined;
     try {
       containerId = await phases.measure('create', async () => {
+        staged = await this.deps.volumeStaging
+          .stage(runId, plan.container.volumes.map((v) => v.hostPath), plan.container.volumes.map((v) => v.readOnly))
+          .catch((error: unknown) => {
+            throw stagingError(error);
+          });
+        const { spec, inputFiles } = engineContainer(this.deps, { id: runId, plan, session: context.session, volumeSources: staged.hostPaths });
         await this.deps.inputs.write(runId, inputFiles);
         return runtime.createContainer(spec).catch((error: unknown) => {
           throw creationError(error);
         });
       });
-      return await this.supervise(containerId, context);
+      return await this.supervise(containerId, context, () => staged?.release());
     } finally {
+      await staged?.release();
       if (containerId !== undefined) {
         const id = containerId;
         await phases
@@ -103,7 +117,8 @@ export class RunExecutor {
     }
   }
 
-  private async supervise(containerId: string, context: RunContext): Promise<RunOutcome> {
+  /** `started` releases what is only needed until the container has started (the volumes' staging mounts). */
+  private async supervise(containerId: string, context: RunContext, started: () => Promise<void> | undefined): Promise<RunOutcome> {
     const { runtime } = this.deps;
     const { plan, signal, hooks, phases } = context;
     const splitter = new LineSplitter();
@@ -133,6 +148,7 @@ export class RunExecutor {
       const { output } = await phases.measure('start', async () => {
         attached = await runtime.attachOutput(containerId);
         await runtime.startContainer(containerId);
+        await started();
         return attached;
       });
       phases.mark();

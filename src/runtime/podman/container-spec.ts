@@ -1,6 +1,7 @@
 // Maps Berth's ContainerSpec to libpod's SpecGenerator JSON. Hardening that applies to every agent
 // container is fixed here, not left to callers: no capabilities, no new privileges, a pids limit,
-// private namespaces, runc and explicit ulimits (crun and Podman's default ulimits fail on these hosts).
+// private namespaces (a user namespace too: container root is never host root), runc and explicit
+// ulimits (crun and Podman's default ulimits fail on these hosts).
 import type { ContainerSpec } from '../container-runtime.js';
 
 const CPU_PERIOD_US = 100_000;
@@ -19,6 +20,8 @@ export function toSpecGenerator(spec: ContainerSpec): Record<string, unknown> {
       Source: mount.hostPath,
       Destination: mount.containerPath,
       // nosuid,nodev on every bind mount: a caller's files must never become setuid binaries or devices.
+      // Caller volumes arrive as staging mounts without submounts (runtime/volume-staging.ts), so these
+      // flags hold for everything below them; a non-recursive `bind` would be refused in a user namespace.
       Options: [mount.readOnly ? 'ro' : 'rw', ...new Set([...mount.options, 'nosuid', 'nodev']), 'rbind'],
     })),
     // Secrets are files, not environment variables: libpod copies secret_env values into the
@@ -39,11 +42,21 @@ export function toSpecGenerator(spec: ContainerSpec): Record<string, unknown> {
     privileged: false,
     netns: spec.network === 'none' ? { nsmode: 'none' } : { nsmode: 'bridge' },
     ...(spec.network === 'none' ? {} : { Networks: { [spec.network]: {} } }),
+    ...userNamespace(spec),
     pidns: { nsmode: 'private' },
     ipcns: { nsmode: 'private' },
     utsns: { nsmode: 'private' },
     stdin: spec.interactive === true,
     terminal: false,
     remove: false,
+  };
+}
+
+function userNamespace(spec: ContainerSpec): Record<string, unknown> {
+  if (spec.userNamespace.kind === 'rootless') return {};
+  const map = [{ container_id: 0, host_id: spec.userNamespace.hostBase, size: spec.userNamespace.size }];
+  return {
+    userns: { nsmode: 'private' },
+    idmappings: { HostUIDMapping: false, HostGIDMapping: false, UIDMap: map, GIDMap: map, AutoUserNs: false },
   };
 }
