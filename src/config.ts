@@ -61,6 +61,8 @@ export interface Config {
   };
   readonly sessions: {
     readonly maxPageSize: number;
+    /** Largest transcript a session keeps and Berth reads (the per-session storage cap). */
+    readonly maxBytes: number;
   };
   readonly images: {
     /** Registries (host or host:port) pulled from and searched without TLS verification. */
@@ -296,6 +298,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     sessions: {
       maxPageSize: read.int('SERVICE_SESSIONS_MAX_PAGE_SIZE', 500, 1, 100_000),
+      maxBytes: read.memory('SERVICE_SESSIONS_MAX_BYTES', '64m'),
     },
     images: {
       insecureRegistries: read.list('SERVICE_IMAGE_INSECURE_REGISTRIES'),

@@ -77,7 +77,11 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     await runtime.ping();
     await reapLeftovers(runtime, config.instanceName, logger);
 
-    const sessions = new SessionStore(config.agent.sessionsDir, config.agent.sessionsHostDir);
+    const sessions = new SessionStore(config.agent.sessionsDir, config.agent.sessionsHostDir, {
+      transcriptLimitBytes: config.sessions.maxBytes,
+      onCarryRefused: (sessionId, reasons) =>
+        logger.warn({ sessionId, reasons }, 'transcripts a run left were not kept in its session (links, not regular files, or over SERVICE_SESSIONS_MAX_BYTES)'),
+    });
     await sessions.init();
 
     const engineAccess = new EngineAccess(

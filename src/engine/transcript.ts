@@ -1,27 +1,36 @@
-// Reads the engine's session transcripts: $CLAUDE_CONFIG_DIR/projects/<project>/<session id>.jsonl.
-// The session directory is writable from inside the container, so code run by a prompt can plant symlinks
-// there (`projects/x/<id>.jsonl -> /etc/shadow`). Berth runs as root on the host: it must never follow
-// them. Transcripts are listed without following any link and opened with O_NOFOLLOW, and the opened file
-// must be exactly the listed one (checked through /proc/self/fd), so a link swapped in meanwhile is refused.
+// Reads the engine's session transcripts: <config dir>/projects/<project>/<session id>.jsonl.
+// Transcripts are written by the engine inside a container, in a directory it can fill with anything
+// (links to host files, FIFOs, huge files), and Berth reads them as root. So a transcript is listed without
+// following any link, opened with O_NOFOLLOW and O_NONBLOCK (a FIFO must not block a thread of the pool),
+// accepted only when fstat says regular file and /proc/self/fd says it is the very path that was listed
+// (no component swapped for a link meanwhile), and read up to a byte limit.
 import { constants } from 'node:fs';
-import { lstat, open, readdir, readlink, realpath } from 'node:fs/promises';
+import { lstat, open, readdir, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { toTokenUsage, type TokenUsage } from './stream-json.js';
 
 export type TranscriptRecord = Record<string, unknown> & { type?: string };
 
-/** Every transcript file of a session in its config directory (normally one, under the workdir it was created in). */
+/** Transcripts larger than this are not read (nor carried between runs): the per-session storage cap. */
+export const DEFAULT_TRANSCRIPT_LIMIT_BYTES = 64 * 1024 * 1024;
+
+/** The engine names a project directory after its cwd with every non-alphanumeric character replaced by '-'. */
+const PROJECT_NAME = /^[A-Za-z0-9-]{1,255}$/;
+
+/**
+ * Every transcript file of a session in a config directory (normally one, under the workdir it was created
+ * in), as lexical paths below `configDir`, which must itself be a real (symlink-free) path.
+ */
 export async function transcriptFiles(configDir: string, sessionId: string): Promise<string[]> {
   const projects = join(configDir, 'projects');
   if (!(await isRealEntry(projects, 'directory'))) return [];
   const files: string[] = [];
   for (const project of await readdir(projects).catch(() => [] as string[])) {
+    if (!PROJECT_NAME.test(project)) continue;
     const candidate = join(projects, project, `${sessionId}.jsonl`);
-    if ((await isRealEntry(join(projects, project), 'directory')) && (await isRealEntry(candidate, 'file'))) {
-      files.push(await realpath(candidate));
-    }
+    if ((await isRealEntry(join(projects, project), 'directory')) && (await isRealEntry(candidate, 'file'))) files.push(candidate);
   }
-  return files;
+  return files.sort();
 }
 
 /** A directory or regular file that is not a symlink (lstat never follows one). */
@@ -30,15 +39,34 @@ async function isRealEntry(path: string, kind: 'directory' | 'file'): Promise<bo
   return info !== undefined && (kind === 'directory' ? info.isDirectory() : info.isFile());
 }
 
-/** Reads a file listed by transcriptFiles, refusing anything that is not that very file now. */
-async function readListedFile(file: string): Promise<string> {
-  const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW);
+/** A transcript that is not what was listed, or too large: not read. */
+export class TranscriptRefused extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'TranscriptRefused';
+  }
+}
+
+/** Reads a file listed by transcriptFiles, refusing anything that is not that very regular file now. */
+export async function readListedFile(file: string, limitBytes = DEFAULT_TRANSCRIPT_LIMIT_BYTES): Promise<Buffer> {
+  const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   try {
+    const info = await handle.stat();
+    if (!info.isFile()) throw new TranscriptRefused(`transcript ${file} is not a regular file; not reading it`);
     const opened = await readlink(`/proc/self/fd/${handle.fd}`);
-    if (opened !== file || !(await handle.stat()).isFile()) {
-      throw new Error(`transcript ${file} was replaced by a link to ${opened}; not reading it`);
+    if (opened !== file) throw new TranscriptRefused(`transcript ${file} resolved to ${opened}; not reading it`);
+    if (info.size > limitBytes) throw new TranscriptRefused(`transcript ${file} is ${info.size} bytes, over the ${limitBytes}-byte limit`);
+    // Read at most limit + 1 bytes, whatever the file grows to meanwhile.
+    const buffer = Buffer.alloc(Math.min(info.size, limitBytes) + 1);
+    let length = 0;
+    for (;;) {
+      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length);
+      if (bytesRead === 0) break;
+      length += bytesRead;
+      if (length === buffer.length) break;
     }
-    return await handle.readFile('utf8');
+    if (length > limitBytes) throw new TranscriptRefused(`transcript ${file} grew over the ${limitBytes}-byte limit`);
+    return buffer.subarray(0, length);
   } finally {
     await handle.close();
   }
@@ -47,7 +75,7 @@ async function readListedFile(file: string): Promise<string> {
 /** The records of one transcript file, in file order; a line cut off by a crash is skipped. */
 export async function readTranscriptFile(file: string): Promise<TranscriptRecord[]> {
   const records: TranscriptRecord[] = [];
-  for (const line of (await readListedFile(file)).split('\n')) {
+  for (const line of (await readListedFile(file)).toString('utf8').split('\n')) {
     if (line.trim() === '') continue;
     try {
       const record: unknown = JSON.parse(line);

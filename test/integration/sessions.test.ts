@@ -111,7 +111,7 @@ describe('no_persistence', () => {
     const listedBefore = (await t.request('GET', '/sessions')).body.sessions.length;
     const { session_id } = await run({ prompt: 'say: forget me', engine: { no_persistence: true } });
     assert.equal(existsSync(join(sessionsDir(), session_id)), false);
-    assert.deepEqual(readdirSync(join(sessionsDir(), '.ephemeral')), []);
+    assert.deepEqual(readdirSync(join(sessionsDir(), '.runs')), [], 'its configuration directory went with the run');
     const listed = (await t.request('GET', '/sessions')).body.sessions;
     assert.equal(listed.length, listedBefore);
     assert.ok(!listed.some((s: { id: string }) => s.id === session_id));

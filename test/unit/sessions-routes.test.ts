@@ -19,7 +19,7 @@ let app: FastifyInstance;
 
 before(async () => {
   root = mkdtempSync(join(tmpdir(), 'berth-session-routes-'));
-  const store = new SessionStore(join(root, 'sessions'), join(root, 'sessions'));
+  const store = new SessionStore(join(root, 'sessions'), join(root, 'sessions'), { transcriptLimitBytes: 1024 * 1024 });
   await store.init();
   const project = join(store.dir, ID, 'projects', '-workspace');
   mkdirSync(project, { recursive: true });

@@ -1,9 +1,10 @@
 // The session store and service on a temporary directory, with transcripts written the way the engine
 // writes them: ids checked before any path is built, busy locks, listing, paging, deletion.
 import assert from 'node:assert/strict';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
+import { execFileSync } from 'node:child_process';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { BerthError } from '../../src/errors.js';
 import { HIDDEN_MARKER, projectDirName, SessionStore } from '../../src/core/sessions/session-store.js';
@@ -20,7 +21,7 @@ let service: SessionService;
 
 beforeEach(async () => {
   root = mkdtempSync(join(tmpdir(), 'berth-sessions-'));
-  store = new SessionStore(join(root, 'sessions'), '/host/sessions');
+  store = new SessionStore(join(root, 'sessions'), '/host/sessions', { transcriptLimitBytes: 1024 * 1024 });
   await store.init();
   service = new SessionService({ store, maxPageSize: 10 });
 });
@@ -38,6 +39,19 @@ function writeSession(id: string, lines: readonly object[], options: { workdir?:
   writeFileSync(file, lines.map((line) => JSON.stringify(line)).join('\n') + '\n');
   if (options.mtime !== undefined) utimesSync(file, options.mtime, options.mtime);
   return file;
+}
+
+/** Berth's path of the configuration directory a run mounts (its mountPath is the host's view). */
+function runDir(run: { mountPath: string }): string {
+  assert.match(run.mountPath, /^\/host\/sessions\/\.runs\/[0-9a-f]{24}$/);
+  return join(store.dir, '.runs', basename(run.mountPath));
+}
+
+/** What the engine writes into the run's configuration directory. */
+function writeRunTranscript(run: { mountPath: string }, id: string, lines: readonly object[], workdir = '/workspace'): void {
+  const project = join(runDir(run), 'projects', projectDirName(workdir));
+  mkdirSync(project, { recursive: true });
+  writeFileSync(join(project, `${id}.jsonl`), lines.map((line) => JSON.stringify(line)).join('\n') + '\n');
 }
 
 function conversation(turns: number): object[] {
@@ -222,11 +236,44 @@ describe('runs taking sessions', () => {
     assert.equal(store.isBusy(A), false);
   });
 
-  it('mounts the session directory under the host path', async () => {
+  it('mounts a fresh directory of the run\'s own, never the session\'s directory', async () => {
     const run = await store.prepare({ kind: 'new' }, '/workspace', A);
-    assert.equal(run.mountPath, `/host/sessions/${A}`);
+    assert.notEqual(run.mountPath, `/host/sessions/${A}`);
+    assert.deepEqual(readdirSync(runDir(run)), []);
     assert.deepEqual(run.engineSession, { kind: 'new', sessionId: A });
     await run.release();
+    assert.equal(existsSync(runDir(run)), false, 'the run directory goes with the run');
+  });
+
+  it('carries only the transcript between runs: nothing a run plants there reaches the next one', async () => {
+    const first = await store.prepare({ kind: 'new' }, '/workspace', A);
+    writeRunTranscript(first, A, conversation(1));
+    writeFileSync(join(runDir(first), 'settings.json'), JSON.stringify({ hooks: { SessionStart: [{ hooks: [{ type: 'command', command: 'touch /pwned' }] }] }, env: { PLANTED: '1' } }));
+    writeFileSync(join(runDir(first), '.claude.json'), JSON.stringify({ mcpServers: { evil: { command: '/bin/sh' } } }));
+    mkdirSync(join(runDir(first), 'projects', '-workspace', 'hooks'));
+    await first.release();
+    const second = await store.prepare({ kind: 'resume', sessionId: A }, '/workspace');
+    assert.deepEqual(readdirSync(runDir(second), { recursive: true }).map(String).sort(), ['projects', 'projects/-workspace', `projects/-workspace/${A}.jsonl`]);
+    await second.release();
+    assert.equal((await service.messages(A)).total, 2);
+  });
+
+  it('does not carry back a transcript left as a link, a FIFO or over the size limit', async () => {
+    writeSession(A, conversation(1));
+    const secret = join(root, 'host-secret.jsonl');
+    writeFileSync(secret, JSON.stringify({ type: 'user', message: { role: 'user', content: 'host secret' } }) + '\n');
+    for (const plant of [
+      (file: string) => symlinkSync(secret, file),
+      (file: string) => execFileSync('mkfifo', [file]),
+      (file: string) => writeFileSync(file, 'x'.repeat(2 * 1024 * 1024)),
+    ]) {
+      const run = await store.prepare({ kind: 'resume', sessionId: A }, '/workspace');
+      const file = join(runDir(run), 'projects', '-workspace', `${A}.jsonl`);
+      rmSync(file);
+      plant(file);
+      await run.release();
+      assert.deepEqual((await service.messages(A)).messages.map((m) => m.content), ['prompt 0', 'answer 0'], 'the session keeps its own transcript');
+    }
   });
 
   it('removes a new session again when its run wrote no transcript', async () => {
@@ -238,7 +285,7 @@ describe('runs taking sessions', () => {
 
   it('keeps a new session whose run wrote a transcript', async () => {
     const run = await store.prepare({ kind: 'new' }, '/workspace', A);
-    writeSession(A, conversation(1));
+    writeRunTranscript(run, A, conversation(1));
     await run.release();
     assert.equal((await service.messages(A)).total, 2);
   });
@@ -248,8 +295,8 @@ describe('runs taking sessions', () => {
     const before = tree(join(store.dir, A));
     const run = await store.prepare({ kind: 'fork', fromSessionId: A }, '/workspace', B);
     assert.deepEqual(run.engineSession, { kind: 'fork', fromSessionId: A, sessionId: B });
-    assert.ok(existsSync(join(store.dir, B, 'projects', '-workspace', `${A}.jsonl`)), 'the engine needs the original to fork from');
-    writeSession(B, conversation(2)); // what the engine writes for the fork
+    assert.ok(existsSync(join(runDir(run), 'projects', '-workspace', `${A}.jsonl`)), 'the engine needs the original to fork from');
+    writeRunTranscript(run, B, conversation(2)); // what the engine writes for the fork
     await run.release();
     assert.deepEqual(tree(join(store.dir, A)), before);
     assert.equal(existsSync(join(store.dir, B, 'projects', '-workspace', `${A}.jsonl`)), false);
@@ -279,9 +326,10 @@ describe('runs taking sessions', () => {
   it('leaves nothing behind for an ephemeral run', async () => {
     const run = await store.prepare({ kind: 'ephemeral' }, '/workspace');
     assert.equal(run.persistent, false);
-    writeFileSync(join(store.dir, '.ephemeral', run.sessionId, '.claude.json'), '{}');
+    writeFileSync(join(runDir(run), '.claude.json'), '{}');
+    writeRunTranscript(run, run.sessionId, conversation(1));
     await run.release();
-    assert.deepEqual(readdirSync(join(store.dir, '.ephemeral')), []);
+    assert.deepEqual(readdirSync(join(store.dir, '.runs')), []);
     assert.equal(existsSync(join(store.dir, run.sessionId)), false);
   });
 
@@ -289,7 +337,7 @@ describe('runs taking sessions', () => {
     writeSession(A, conversation(1));
     writeFileSync(join(store.dir, A, HIDDEN_MARKER), '');
     const run = await store.prepare({ kind: 'fork', fromSessionId: A }, '/workspace', B);
-    writeSession(B, conversation(1));
+    writeRunTranscript(run, B, conversation(1));
     await run.release();
     assert.deepEqual((await service.list()).map((s) => s.id), [B]);
   });

@@ -63,21 +63,9 @@ test('marking a session hidden does not write through a planted link', async () 
   const { root, outside, session } = tree();
   try {
     symlinkSync(join(outside, 'secret.jsonl'), join(session, '.berth-agent'));
-    const store = new SessionStore(join(root, 'sessions'), join(root, 'sessions'));
+    const store = new SessionStore(join(root, 'sessions'), join(root, 'sessions'), { transcriptLimitBytes: 1024 * 1024 });
     await assert.rejects(store.hide(ID), /ELOOP|symbolic link/);
     assert.equal(readFileSync(join(outside, 'secret.jsonl'), 'utf8'), `${RECORD}\n`);
-  } finally {
-    rmSync(root, { recursive: true, force: true });
-  }
-});
-
-test('cleaning a forked copy never empties a host directory a planted link points to', async () => {
-  const { removeForeignTranscripts } = await import('../../src/core/sessions/session-files.js');
-  const { root, outside, session } = tree();
-  try {
-    symlinkSync(outside, join(session, 'projects'));
-    await removeForeignTranscripts(session, '11111111-1111-4111-8111-111111111111');
-    assert.equal(readFileSync(join(outside, 'proj', `${ID}.jsonl`), 'utf8'), `${RECORD}\n`);
   } finally {
     rmSync(root, { recursive: true, force: true });
   }

@@ -1,20 +1,24 @@
-// Session directories on disk: one per session id under SERVICE_AGENT_SESSIONS_DIR, holding the engine's
-// own config directory (transcripts, settings). A run mounts exactly one of them, read-write.
+// Session directories on disk: one per session id under SERVICE_AGENT_SESSIONS_DIR, holding the session's
+// transcripts, written by Berth only. A run never mounts one: it gets a fresh engine configuration
+// directory with copies of the transcripts (run-config-dirs.ts), and its own transcript is carried back
+// when it ends, so nothing a run plants there changes how a later run of the session starts.
 // Every path is built from an id that passed UUID_PATTERN first: `../../etc` never reaches the filesystem.
 import { randomUUID } from 'node:crypto';
 import { constants } from 'node:fs';
-import { chmod, mkdir, open, readdir, rm, stat } from 'node:fs/promises';
+import { mkdir, open, readdir, realpath, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errors } from '../../errors.js';
 import type { SessionIntent } from '../run-plan.js';
 import type { EngineSession } from '../../engine/command.js';
 import { transcriptFiles } from '../../engine/transcript.js';
-import { copyTree, isDirectory, pathExists, removeForeignTranscripts } from './session-files.js';
+import { isDirectory, pathExists } from './session-files.js';
+import { RunConfigDirs, type RunConfigDir } from './run-config-dirs.js';
 import { checkSessionUuid, UUID_PATTERN } from './session-id.js';
 
 export { checkSessionUuid, UUID_PATTERN };
 
-const EPHEMERAL_DIR = '.ephemeral';
+/** Per-run engine configuration directories (run-config-dirs.ts). */
+const RUNS_DIR = '.runs';
 /** A session directory holding this file belongs to a persistent agent: not listed, its transcript not served. */
 export const HIDDEN_MARKER = '.berth-agent';
 
@@ -27,7 +31,7 @@ export function projectDirName(cwd: string): string {
 export interface PreparedSession {
   readonly sessionId: string;
   readonly engineSession: EngineSession;
-  /** Host path to mount as the engine's config directory (SERVICE_AGENT_SESSIONS_HOST_DIR based). */
+  /** Host path to mount as the engine's config directory: a fresh directory of this run's own. */
   readonly mountPath: string;
   /** Whether the session outlives the run (false for no_persistence). */
   readonly persistent: boolean;
@@ -44,20 +48,37 @@ export interface StoredSession {
 
 export class SessionStore {
   private readonly busy = new Set<string>();
+  private root: string;
+  private runDirs: RunConfigDirs | undefined;
 
   constructor(
-    readonly dir: string,
+    dir: string,
     private readonly hostDir: string,
-  ) {}
+    private readonly options: { readonly transcriptLimitBytes: number; readonly onCarryRefused?: (sessionId: string, reasons: readonly string[]) => void },
+  ) {
+    this.root = dir;
+  }
+
+  /** Berth's (symlink-free) path of the sessions directory. */
+  get dir(): string {
+    return this.root;
+  }
 
   async init(): Promise<void> {
-    await mkdir(this.dir, { recursive: true, mode: 0o700 });
-    // Ephemeral directories of runs that were cut off by a crash hold nothing anyone can reach.
-    await rm(join(this.dir, EPHEMERAL_DIR), { recursive: true, force: true });
+    await mkdir(this.root, { recursive: true, mode: 0o700 });
+    // Transcripts are read only at lexical paths below a real one (engine/transcript.ts checks it).
+    this.root = await realpath(this.root);
+    this.runDirs = new RunConfigDirs(join(this.root, RUNS_DIR), join(this.hostDir, RUNS_DIR), this.options.transcriptLimitBytes);
+    await this.runDirs.init();
+  }
+
+  private get runs(): RunConfigDirs {
+    if (!this.runDirs) throw new Error('SessionStore.init() was not called');
+    return this.runDirs;
   }
 
   pathOf(sessionId: string): string {
-    return join(this.dir, checkSessionUuid(sessionId));
+    return join(this.root, checkSessionUuid(sessionId));
   }
 
   async exists(sessionId: string): Promise<boolean> {
@@ -89,28 +110,24 @@ export class SessionStore {
   async prepare(intent: SessionIntent, workdir: string, presetId?: string): Promise<PreparedSession> {
     switch (intent.kind) {
       case 'new':
-        return this.createNew(presetId);
+        return this.createNew(workdir, presetId);
       case 'resume':
-        return this.claimExisting(checkSessionUuid(intent.sessionId));
+        return this.claimExisting(workdir, checkSessionUuid(intent.sessionId));
       case 'continue': {
         const latest = await this.latestForWorkdir(workdir);
-        return latest === undefined ? this.createNew(presetId) : this.claimExisting(latest);
+        return latest === undefined ? this.createNew(workdir, presetId) : this.claimExisting(workdir, latest);
       }
       case 'fork':
-        return this.fork(checkSessionUuid(intent.fromSessionId), presetId);
+        return this.fork(workdir, checkSessionUuid(intent.fromSessionId), presetId);
       case 'ephemeral': {
         const sessionId = presetId === undefined ? randomUUID() : checkSessionUuid(presetId);
-        const dir = join(this.dir, EPHEMERAL_DIR, sessionId);
-        await mkdir(dir, { recursive: true, mode: 0o777 });
-        await chmod(dir, 0o777);
+        const run = await this.runs.create(projectDirName(workdir));
         return {
           sessionId,
           engineSession: { kind: 'ephemeral', sessionId },
-          mountPath: join(this.hostDir, EPHEMERAL_DIR, sessionId),
+          mountPath: run.hostPath,
           persistent: false,
-          release: async () => {
-            await rm(dir, { recursive: true, force: true });
-          },
+          release: () => this.runs.remove(run),
         };
       }
     }
@@ -122,8 +139,8 @@ export class SessionStore {
     let best: { id: string; mtime: number } | undefined;
     for (const id of await this.sessionIds()) {
       try {
-        const info = await stat(join(this.dir, id, 'projects', project, `${id}.jsonl`));
-        if ((!best || info.mtimeMs > best.mtime) && !(await pathExists(join(this.dir, id, HIDDEN_MARKER)))) {
+        const info = await stat(join(this.root, id, 'projects', project, `${id}.jsonl`));
+        if ((!best || info.mtimeMs > best.mtime) && !(await pathExists(join(this.root, id, HIDDEN_MARKER)))) {
           best = { id, mtime: info.mtimeMs };
         }
       } catch {
@@ -137,7 +154,7 @@ export class SessionStore {
   async list(): Promise<StoredSession[]> {
     const sessions: StoredSession[] = [];
     for (const id of await this.sessionIds()) {
-      const dir = join(this.dir, id);
+      const dir = join(this.root, id);
       try {
         if (await pathExists(join(dir, HIDDEN_MARKER))) continue;
         const files = await transcriptFiles(dir, id);
@@ -160,77 +177,64 @@ export class SessionStore {
     this.lock(id);
     try {
       await teardown?.(id);
-      await rm(join(this.dir, id), { recursive: true, force: true });
+      await rm(join(this.root, id), { recursive: true, force: true });
     } finally {
       this.busy.delete(id);
     }
   }
 
   private async sessionIds(): Promise<string[]> {
-    const entries = await readdir(this.dir, { withFileTypes: true });
+    const entries = await readdir(this.root, { withFileTypes: true });
     return entries.filter((entry) => entry.isDirectory() && UUID_PATTERN.test(entry.name)).map((entry) => entry.name);
   }
 
-  private async createNew(presetId: string | undefined): Promise<PreparedSession> {
+  private async createNew(workdir: string, presetId: string | undefined): Promise<PreparedSession> {
     const sessionId = presetId === undefined ? randomUUID() : checkSessionUuid(presetId);
     this.lock(sessionId);
     try {
-      await this.createDir(sessionId);
+      await mkdir(join(this.root, sessionId), { mode: 0o700 });
+      return await this.claimed(workdir, sessionId, { kind: 'new', sessionId }, true, undefined);
     } catch (error) {
+      await rm(join(this.root, sessionId), { recursive: true, force: true });
       this.busy.delete(sessionId);
       throw error;
     }
-    return this.claimed(sessionId, { kind: 'new', sessionId }, true);
   }
 
-  private async claimExisting(sessionId: string): Promise<PreparedSession> {
+  private async claimExisting(workdir: string, sessionId: string): Promise<PreparedSession> {
     // Locked before the existence check: a concurrent DELETE either finished (404 here) or is refused.
     this.lock(sessionId);
     try {
-      if (!(await isDirectory(join(this.dir, sessionId)))) throw errors.sessionNotFound(sessionId);
+      if (!(await isDirectory(join(this.root, sessionId)))) throw errors.sessionNotFound(sessionId);
+      return await this.claimed(workdir, sessionId, { kind: 'resume', sessionId }, false, { sessionDir: join(this.root, sessionId), sessionId });
     } catch (error) {
       this.busy.delete(sessionId);
       throw error;
     }
-    return this.claimed(sessionId, { kind: 'resume', sessionId }, false);
   }
 
-  private async fork(from: string, presetId: string | undefined): Promise<PreparedSession> {
+  private async fork(workdir: string, from: string, presetId: string | undefined): Promise<PreparedSession> {
     const sessionId = presetId === undefined ? randomUUID() : checkSessionUuid(presetId);
-    // The fork gets a copy of the original's files, so the original's directory is never mounted (and so
-    // never written) by the forked run. The original is locked while it is copied: a run writing it
-    // meanwhile would leave a half-written line in the copy.
+    // The forked run gets a copy of the original's transcripts in its own directory, so the original is
+    // never written by it. The original is locked while it is copied: a run writing it meanwhile would leave
+    // a half-written line in the copy.
     this.lock(from);
     try {
-      if (!(await isDirectory(join(this.dir, from)))) throw errors.sessionNotFound(from);
+      if (!(await isDirectory(join(this.root, from)))) throw errors.sessionNotFound(from);
       this.lock(sessionId);
-      const copy = join(this.dir, sessionId);
+      const dir = join(this.root, sessionId);
       try {
-        if (await pathExists(copy)) throw errors.internal(`session directory ${sessionId} already exists`);
-        try {
-          await copyTree(join(this.dir, from), copy);
-          await rm(join(copy, HIDDEN_MARKER), { force: true });
-          await chmod(copy, 0o777);
-        } catch (error) {
-          await rm(copy, { recursive: true, force: true });
-          throw error;
-        }
+        if (await pathExists(dir)) throw errors.internal(`session directory ${sessionId} already exists`);
+        await mkdir(dir, { mode: 0o700 });
+        return await this.claimed(workdir, sessionId, { kind: 'fork', fromSessionId: from, sessionId }, true, { sessionDir: join(this.root, from), sessionId: from });
       } catch (error) {
+        await rm(dir, { recursive: true, force: true });
         this.busy.delete(sessionId);
         throw error;
       }
     } finally {
       this.busy.delete(from);
     }
-    return this.claimed(sessionId, { kind: 'fork', fromSessionId: from, sessionId }, true);
-  }
-
-  private async createDir(sessionId: string): Promise<void> {
-    const dir = join(this.dir, sessionId);
-    await mkdir(dir, { mode: 0o777 });
-    // The engine runs as the image's user (uid 1000 in the default image, anything in others): the
-    // directory must be writable by it. The parent directory is 0700, so only Berth can reach it.
-    await chmod(dir, 0o777);
   }
 
   private lock(sessionId: string): void {
@@ -239,24 +243,31 @@ export class SessionStore {
   }
 
   /**
-   * A session taken by a run. A session this run created (new, fork) that ends without a transcript of its
-   * own (the run failed before the engine wrote one) is removed again, and a fork drops the copy of its
-   * original's transcript, which the engine has copied into the fork's own.
+   * A session taken by a run, with the run's own configuration directory. When the run ends its transcript
+   * is carried back; a session this run created (new, fork) that ends without a transcript (the run failed
+   * before the engine wrote one) is removed again.
    */
-  private claimed(sessionId: string, engineSession: EngineSession, created: boolean): PreparedSession {
-    const dir = join(this.dir, sessionId);
+  private async claimed(
+    workdir: string,
+    sessionId: string,
+    engineSession: EngineSession,
+    created: boolean,
+    carry: { readonly sessionDir: string; readonly sessionId: string } | undefined,
+  ): Promise<PreparedSession> {
+    const dir = join(this.root, sessionId);
+    const run: RunConfigDir = await this.runs.create(projectDirName(workdir), carry);
     return {
       sessionId,
       engineSession,
-      mountPath: join(this.hostDir, sessionId),
+      mountPath: run.hostPath,
       persistent: true,
       release: async () => {
         try {
-          if (created) {
-            if ((await transcriptFiles(dir, sessionId)).length === 0) await rm(dir, { recursive: true, force: true });
-            else if (engineSession.kind === 'fork') await removeForeignTranscripts(dir, sessionId);
-          }
+          const carried = await this.runs.carryBack(run, sessionId, dir);
+          if (carried.refused.length > 0) this.options.onCarryRefused?.(sessionId, carried.refused);
+          if (created && (await transcriptFiles(dir, sessionId)).length === 0) await rm(dir, { recursive: true, force: true });
         } finally {
+          await this.runs.remove(run).catch(() => undefined);
           this.busy.delete(sessionId);
         }
       },

@@ -1,0 +1,112 @@
+// Each run gets a fresh engine configuration directory (CLAUDE_CONFIG_DIR) that Berth creates and removes,
+// never the session's own directory. The engine may write anything there — settings.json hooks, `env`
+// entries, MCP servers in .claude.json, links to host files — and none of it reaches a later run: Berth
+// carries in only the session's transcripts and carries back only this session's transcript files,
+// read as untrusted input (engine/transcript.ts: no links, no FIFOs, a size limit).
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdir, open, rename, rm } from 'node:fs/promises';
+import { basename, dirname, join, relative } from 'node:path';
+import { readListedFile, TranscriptRefused, transcriptFiles } from '../../engine/transcript.js';
+
+export interface RunConfigDir {
+  /** Berth's path of the directory. */
+  readonly dir: string;
+  /**
+   * The project directories whose transcript may be carried back: those carried in, and the one the
+   * engine writes for the run's workdir. A transcript planted under any other project name stays behind.
+   */
+  readonly projects: ReadonlySet<string>;
+  /** The same directory as the container runtime sees the host (what is mounted). */
+  readonly hostPath: string;
+}
+
+export interface CarriedBack {
+  readonly files: number;
+  /** Transcripts that were not carried back, and why (a link, not a regular file, over the limit). */
+  readonly refused: readonly string[];
+}
+
+export class RunConfigDirs {
+  constructor(
+    /** A real (symlink-free) path only Berth can write, e.g. <sessions>/.runs. */
+    private readonly root: string,
+    private readonly hostRoot: string,
+    private readonly limitBytes: number,
+  ) {}
+
+  /** Directories of runs cut off by a crash hold nothing a session needs: removed at start. */
+  async init(): Promise<void> {
+    await rm(this.root, { recursive: true, force: true });
+    await mkdir(this.root, { recursive: true, mode: 0o700 });
+  }
+
+  /** A fresh directory for one run, holding a copy of the transcripts of `carry` (resume, continue, fork). */
+  async create(workdirProject: string, carry?: { readonly sessionDir: string; readonly sessionId: string }): Promise<RunConfigDir> {
+    const name = randomBytes(12).toString('hex');
+    const dir = join(this.root, name);
+    // Written by whichever user the image runs as (uid 1000 in the default image, root in others, all
+    // mapped to unprivileged host ids), so world-writable; only Berth can reach it on the host (0700 root).
+    await mkdir(dir, { mode: 0o777 });
+    await chmod(dir, 0o777);
+    const projects = new Set([workdirProject]);
+    try {
+      if (carry) {
+        for (const file of await transcriptFiles(carry.sessionDir, carry.sessionId)) {
+          await writeInto(dir, relative(carry.sessionDir, file), await readListedFile(file, this.limitBytes), { dirMode: 0o777, fileMode: 0o666 });
+          projects.add(basename(dirname(file)));
+        }
+      }
+    } catch (error) {
+      await rm(dir, { recursive: true, force: true });
+      throw error;
+    }
+    return { dir, projects, hostPath: join(this.hostRoot, name) };
+  }
+
+  /** Copies this session's transcripts from a run's directory into the session's own (Berth-only) directory. */
+  async carryBack(run: RunConfigDir, sessionId: string, sessionDir: string): Promise<CarriedBack> {
+    let files = 0;
+    const refused: string[] = [];
+    for (const file of await transcriptFiles(run.dir, sessionId)) {
+      if (!run.projects.has(basename(dirname(file)))) {
+        refused.push(`${relative(run.dir, file)} is not under the run's workdir or a project it resumed`);
+        continue;
+      }
+      try {
+        await writeInto(sessionDir, relative(run.dir, file), await readListedFile(file, this.limitBytes), { dirMode: 0o700, fileMode: 0o600 });
+        files++;
+      } catch (error) {
+        if (!(error instanceof TranscriptRefused) && (error as NodeJS.ErrnoException).code !== 'ELOOP') throw error;
+        refused.push((error as Error).message);
+      }
+    }
+    return { files, refused };
+  }
+
+  async remove(run: RunConfigDir): Promise<void> {
+    // rm never follows links: whatever the run planted there goes with the directory, not its targets.
+    await rm(run.dir, { recursive: true, force: true });
+  }
+}
+
+/** Writes `projects/<project>/<id>.jsonl` below `root` atomically (temporary file, then rename). */
+async function writeInto(root: string, relativePath: string, content: Buffer, modes: { dirMode: number; fileMode: number }): Promise<void> {
+  const target = join(root, relativePath);
+  let dir = root;
+  for (const part of relative(root, dirname(target)).split('/').filter(Boolean)) {
+    dir = join(dir, part);
+    await mkdir(dir, { mode: modes.dirMode }).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EEXIST') throw error;
+    });
+    await chmod(dir, modes.dirMode);
+  }
+  const temporary = join(dirname(target), `.${basename(target)}.${randomBytes(6).toString('hex')}.tmp`);
+  const handle = await open(temporary, 'wx', modes.fileMode);
+  try {
+    await handle.writeFile(content);
+    await handle.chmod(modes.fileMode);
+  } finally {
+    await handle.close();
+  }
+  await rename(temporary, target);
+}
