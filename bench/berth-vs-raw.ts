@@ -120,7 +120,16 @@ const summary = (side: Side, runs: number) => ({
 });
 
 const results: Level[] = [];
-let soak: Record<string, number> | undefined;
+interface Soak {
+  runs: number;
+  p50_ms: number;
+  p95_ms: number;
+  throughput_per_s: number;
+  failures: number;
+  p95_over_p50: number;
+  containers_left: number;
+}
+let soak: Soak | undefined;
 try {
   process.stderr.write('warming up…\n');
   await rawBatch(2, 1);

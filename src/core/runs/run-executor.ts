@@ -146,10 +146,11 @@ export class RunExecutor {
     try {
       if (signal.aborted) throw new Error('run cancelled before start');
       const { output } = await phases.measure('start', async () => {
-        attached = await runtime.attachOutput(containerId);
+        const attachment = await runtime.attachOutput(containerId);
+        attached = attachment;
         await runtime.startContainer(containerId);
         await started();
-        return attached;
+        return attachment;
       });
       phases.mark();
       // A stop that arrived while the container was starting found nothing running to kill: kill it now.
