@@ -4,6 +4,7 @@ import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { parseCpus, parseDuration, parseMemory } from './core/units.js';
+import { API_TOKEN_RULE, JWT_SECRET_RULE, secretWeakness } from './secret-strength.js';
 
 export type LogFormat = 'json' | 'text';
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -49,6 +50,8 @@ export interface Config {
     readonly pidsLimit: number;
     /** First host uid/gid of the user namespace agent containers run in (container id N is host id base + N). */
     readonly usernsBase: number;
+    /** Whether volume options z/Z (SELinux relabelling of host files) are accepted. */
+    readonly allowRelabel: boolean;
   };
   readonly engine: {
     /** Model endpoint as seen from inside agent containers; undefined = the embedded offline model. */
@@ -128,25 +131,9 @@ export const BERTH_VERSION = PACKAGE.version;
 export const USERNS_SIZE = 65_536;
 export const ENGINE_VERSION = PACKAGE.optionalDependencies['@anthropic-ai/claude-code-linux-x64'] ?? 'unknown';
 
-// Placeholders people paste from examples; a JWT secret equal to one of these is refused.
-const PLACEHOLDER_SECRETS = new Set([
-  'changeme', 'change-me', 'change_me', 'secret', 'your-secret-key', 'your_secret_key', 'yoursecretkey',
-  'your-256-bit-secret', 'jwt-secret', 'jwt_secret', 'supersecret', 'super-secret', 'password', 'default',
-  'example', 'test', 'development', 'please-change-me', 'replace-me', 'mysecret', 'my-secret',
-]);
-
+/** Why a JWT secret is guessable, or undefined (kept for callers of the older name). */
 export function isWeakJwtSecret(secret: string): string | undefined {
-  const advice = 'generate a random one (for example: openssl rand -hex 32)';
-  if (secret === '') return `is empty; ${advice}`;
-  if (secret.length < 32) return `is ${secret.length} characters long; at least 32 are required`;
-  if (new Set(secret).size <= 3) return `is made of repeated characters; ${advice}`;
-  const compact = secret.toLowerCase().replace(/[^a-z0-9]/g, '');
-  const isPlaceholder = [...PLACEHOLDER_SECRETS].some((placeholder) => {
-    const word = placeholder.replace(/[^a-z0-9]/g, '');
-    // "changemechangeme…" and "please-changeme-before-production" are placeholders too.
-    return compact === word.repeat(Math.max(1, Math.round(compact.length / word.length))) || (word.length >= 8 && compact.includes(word));
-  });
-  return isPlaceholder ? `is a known placeholder; ${advice}` : undefined;
+  return secretWeakness(secret, JWT_SECRET_RULE);
 }
 
 class Reader {
@@ -253,6 +240,14 @@ export function loadConfig(env: Env = process.env): Config {
     const weakness = isWeakJwtSecret(jwtSecret);
     if (weakness) throw new ConfigError('SERVICE_JWT_SECRET', `${weakness} (or set SERVICE_AUTH_ENABLED=false for local development)`);
   }
+  const apiTokens = read.list('SERVICE_API_TOKENS');
+  if (authEnabled) {
+    for (const [index, token] of apiTokens.entries()) {
+      const weakness = secretWeakness(token, API_TOKEN_RULE);
+      // The token itself is never echoed: only its position in the list.
+      if (weakness) throw new ConfigError('SERVICE_API_TOKENS', `token ${index + 1} of ${apiTokens.length} ${weakness}`);
+    }
+  }
 
   const config: Config = {
     version: BERTH_VERSION,
@@ -276,6 +271,7 @@ export function loadConfig(env: Env = process.env): Config {
       network: read.string('SERVICE_AGENT_NETWORK', 'podman'),
       allowedVolumes: read.list('SERVICE_AGENT_ALLOWED_VOLUMES'),
       allowAllVolumes: read.bool('SERVICE_AGENT_ALLOW_ALL_VOLUMES', false),
+      allowRelabel: read.bool('SERVICE_AGENT_ALLOW_RELABEL', false),
       allowedImagePatterns: read.list('SERVICE_AGENT_ALLOWED_IMAGE_PATTERNS'),
       defaultMemoryBytes,
       defaultCpus: read.cpus('SERVICE_AGENT_DEFAULT_CPUS', '1'),
@@ -323,7 +319,7 @@ export function loadConfig(env: Env = process.env): Config {
     auth: {
       enabled: authEnabled,
       jwtSecret,
-      apiTokens: read.list('SERVICE_API_TOKENS'),
+      apiTokens,
       accessTtlMs: read.duration('SERVICE_JWT_EXPIRY', '24h'),
       refreshTtlMs: read.duration('SERVICE_JWT_REFRESH_EXPIRY', '7d'),
       blacklistBackend: read.oneOf('SERVICE_AUTH_BLACKLIST_BACKEND', ['memory', 'bolt'], 'memory'),

@@ -3,6 +3,7 @@
 // all in reverse: runs are cancelled (their containers removed) before the listeners close.
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
+import { BlockList } from 'node:net';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -48,6 +49,18 @@ export interface RunningBerth {
   stop(): Promise<void>;
 }
 
+/** Addresses agent containers connect from: their network's subnets (undefined: no filter is possible). */
+async function agentNetworkClients(runtime: PodmanRuntime, network: string): Promise<BlockList | undefined> {
+  const subnets = await runtime.networkSubnets(network);
+  if (subnets.length === 0) return undefined;
+  const clients = new BlockList();
+  for (const subnet of subnets) {
+    const [address, prefix] = subnet.split('/');
+    clients.addSubnet(address!, Number(prefix), address!.includes(':') ? 'ipv6' : 'ipv4');
+  }
+  return clients;
+}
+
 export async function startBerth(config: Config, logger: Logger): Promise<RunningBerth> {
   // Stopping happens in two parts. First, in this order: runs in flight are cancelled (their containers
   // removed while Podman is still there), persistent agents are stopped (their event streams end only
@@ -87,7 +100,13 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     const engineAccess = new EngineAccess(
       config,
       runtime,
-      (apiKey) => startOfflineModel({ host: '0.0.0.0', port: config.engine.offlineModelPort, apiKey }),
+      async (apiKey) =>
+        startOfflineModel({
+          host: '0.0.0.0',
+          port: config.engine.offlineModelPort,
+          apiKey,
+          allowedClients: await agentNetworkClients(runtime, config.agent.network),
+        }),
       config.instanceName,
     );
     cleanups.push(() => engineAccess.close());

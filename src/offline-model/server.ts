@@ -1,6 +1,7 @@
 // The offline model's HTTP server: routes, the optional API key, request bodies, and the lifecycle
 // that lets tests close it without waiting on open keep-alive connections or pending delays.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { BlockList } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -13,6 +14,12 @@ export interface OfflineModelOptions {
   /** When set, every /v1 request must carry it as `x-api-key` or `Authorization: Bearer`. */
   readonly apiKey?: string;
   readonly log?: (msg: string) => void;
+  /**
+   * When set, connections from any other address are closed before a byte is read. Containers reach the
+   * host through their network's gateway, which exists only while a container runs on it, so the server
+   * cannot bind to it; it listens on all interfaces and admits the agent network's subnets only.
+   */
+  readonly allowedClients?: BlockList;
 }
 
 export interface OfflineModel {
@@ -63,6 +70,15 @@ export async function startOfflineModel(options: OfflineModelOptions = {}): Prom
   // Idle connections are kept longer than any pause between two requests of a turn.
   server.keepAliveTimeout = 120_000;
   server.headersTimeout = 125_000;
+
+  const { allowedClients } = options;
+  if (allowedClients) {
+    server.on('connection', (socket) => {
+      const address = socket.remoteAddress?.replace(/^::ffff:/, '') ?? '';
+      const family = address.includes(':') ? 'ipv6' : 'ipv4';
+      if (!allowedClients.check(address, family)) socket.destroy();
+    });
+  }
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

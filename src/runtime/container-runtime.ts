@@ -170,6 +170,8 @@ export interface ContainerRuntime {
   pullImage(reference: string, options: PullOptions): Promise<PulledImage>;
   /** Searches registries for the term (`host:port/term` searches that registry only). */
   searchImages(term: string, options: { readonly limit: number; readonly tlsVerify: boolean }): Promise<RegistrySearchResult[]>;
+  /** The subnets (CIDR) of a network, e.g. ["10.88.0.0/16"]; empty for `none` or a network without any. */
+  networkSubnets(name: string): Promise<string[]>;
   secretExists(name: string): Promise<boolean>;
   listSecrets(): Promise<string[]>;
   createSecret(name: string, value: string): Promise<void>;

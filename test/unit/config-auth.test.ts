@@ -45,6 +45,14 @@ describe('SERVICE_JWT_SECRET', () => {
     refuses({ SERVICE_JWT_SECRET: 'ab'.repeat(32) }, 'SERVICE_JWT_SECRET');
   });
 
+  it('refuses long but low-entropy secrets: repetitions and runs of neighbouring characters', () => {
+    refuses({ SERVICE_JWT_SECRET: 'secretsecretsecretsecretsecretse' }, 'SERVICE_JWT_SECRET');
+    refuses({ SERVICE_JWT_SECRET: '0123456789abcdef0123456789abcdef' }, 'SERVICE_JWT_SECRET');
+    refuses({ SERVICE_JWT_SECRET: 'abcdefghijklmnopqrstuvwxyzABCDEF' }, 'SERVICE_JWT_SECRET');
+    refuses({ SERVICE_JWT_SECRET: 'qwertyuiqwertyuiqwertyuiqwertyui' }, 'SERVICE_JWT_SECRET');
+    assert.doesNotThrow(() => load({ SERVICE_JWT_SECRET: '3f9a1c7e5b2d8046af13c9e7d5b2084f6a1c3e5b7d9f0a2c4e6b8d0f1a3c5e7b' }));
+  });
+
   it('says how to make a good one', () => {
     assert.throws(() => loadConfig({ SERVICE_JWT_SECRET: 'x'.repeat(40) }), /openssl rand/);
   });
@@ -69,7 +77,16 @@ describe('authentication settings', () => {
   });
 
   it('reads SERVICE_API_TOKENS as a comma-separated list, trimming blanks', () => {
-    assert.deepEqual(load({ SERVICE_API_TOKENS: ' one, two ,,three ' }).auth.apiTokens, ['one', 'two', 'three']);
+    const [one, two] = ['k3Vq9ZpX2mLw7RtY', 'Hd8sJf2Lq0Wz5Nc4Bx'];
+    assert.deepEqual(load({ SERVICE_API_TOKENS: ` ${one}, ${two} ,, ` }).auth.apiTokens, [one, two]);
+  });
+
+  it('refuses weak API tokens at start, naming the variable and never the token', () => {
+    for (const token of ['test', 'tok-a', 'aaaaaaaaaaaaaaaaaaaaaaaa', 'abcdefghijklmnopqrstuvwx', '0123456789abcdef0123456789abcdef', 'changeme-changeme-changeme']) {
+      refuses({ SERVICE_JWT_SECRET: STRONG, SERVICE_API_TOKENS: `k3Vq9ZpX2mLw7RtY,${token}` }, 'SERVICE_API_TOKENS');
+      assert.throws(() => load({ SERVICE_API_TOKENS: token }), (error: Error) => !error.message.includes(token) || token.length < 5);
+    }
+    assert.doesNotThrow(() => load({ SERVICE_API_TOKENS: 'berth-local-8f2c1e9a47b3d6c05e1f2a3b4c5d6e7f' }));
   });
 
   it('reads the token lifetimes as durations', () => {

@@ -239,3 +239,19 @@ describe('validateVolumes', () => {
     await assert.rejects(validateVolumes(['/etc:/etc'], policy, fs), refused(/host path "\/etc" is not in/));
   });
 });
+
+describe('relabelling (z/Z)', () => {
+  const fs = fakeFs({ dirs: ['/srv/projects/app'] });
+  it('is refused unless the operator allows it, naming the volume and the setting', async () => {
+    for (const option of ['z', 'Z']) {
+      await assert.rejects(
+        validateVolumes([`/srv/projects/app:/mnt/app:${option}`], policy, fs),
+        (error: unknown) => error instanceof BerthError && error.status === 400 && /container\.volumes\[0\].*"(z|Z)".*SERVICE_AGENT_ALLOW_RELABEL/.test(error.message),
+      );
+    }
+  });
+  it('is accepted with SERVICE_AGENT_ALLOW_RELABEL', async () => {
+    const [mount] = await validateVolumes(['/srv/projects/app:/mnt/app:z'], { ...policy, allowRelabel: true }, fs);
+    assert.deepEqual(mount?.options, ['z']);
+  });
+});

@@ -13,7 +13,7 @@ import {
   checkHookCommands, checkModel, checkOptionalText, checkPrompt, checkSessionId, checkToolNames, checkWebhookUrl,
 } from './text.js';
 import {
-  checkContainerPath, checkDistinctTargets, hostPathPolicy, nodeRealpathFs, parseVolumeSpec, resolveAllowedHostPath,
+  checkContainerPath, checkDistinctTargets, checkRelabel, hostPathPolicy, nodeRealpathFs, parseVolumeSpec, resolveAllowedHostPath,
   toVolumeMount, type RealpathFs,
 } from './volumes.js';
 
@@ -56,7 +56,10 @@ export async function validateRunRequest(request: RunRequest, context: Validatio
   const specs = (container.volumes ?? []).map((spec, index) => parseVolumeSpec(spec, `container.volumes[${index}]`));
   const policy = hostPathPolicy(config);
   const hostPaths: string[] = [];
-  for (const spec of specs) hostPaths.push(await resolveAllowedHostPath(spec, policy, fs));
+  for (const spec of specs) {
+    checkRelabel(spec, policy);
+    hostPaths.push(await resolveAllowedHostPath(spec, policy, fs));
+  }
 
   const image = validateImage(container.image, { allowedPatterns: config.agent.allowedImagePatterns, defaultImage: config.agent.image });
 

@@ -55,6 +55,16 @@ export interface HostPathPolicy {
   readonly allowedVolumes: readonly string[];
   readonly allowAllVolumes: boolean;
   readonly protectedPaths: readonly ProtectedHostPath[];
+  /** Whether `z`/`Z` may relabel host files (SERVICE_AGENT_ALLOW_RELABEL). */
+  readonly allowRelabel?: boolean;
+}
+
+/** `z`/`Z` make Podman relabel the host tree for SELinux, for every other user of it too: an operator's choice. */
+export function checkRelabel(spec: VolumeSpec, policy: HostPathPolicy): void {
+  const relabel = spec.options.find((option) => option === 'z' || option === 'Z');
+  if (relabel !== undefined && policy.allowRelabel !== true) {
+    throw errors.invalid(`${spec.field}: mount option "${relabel}" relabels host files and is disabled on this server (SERVICE_AGENT_ALLOW_RELABEL)`);
+  }
 }
 
 /** A volume after parsing, before any file-system access. */
@@ -228,6 +238,7 @@ export function protectedHostPaths(config: Config): ProtectedHostPath[] {
     { path: config.agent.sessionsHostDir, name: 'SERVICE_AGENT_SESSIONS_HOST_DIR' },
   ];
   if (config.engine.credentialsFile !== undefined) paths.push({ path: config.engine.credentialsFile, name: 'SERVICE_ENGINE_CREDENTIALS_FILE' });
+  paths.push({ path: config.auth.blacklistBoltPath, name: 'SERVICE_AUTH_BLACKLIST_BOLT_PATH' });
   const socket = config.podmanSocket?.replace(/^unix:\/\//, '');
   if (socket?.startsWith('/')) paths.push({ path: socket, name: 'SERVICE_PODMAN_SOCKET' });
   return paths.filter((entry) => entry.path.startsWith('/'));
@@ -238,6 +249,7 @@ export function hostPathPolicy(config: Config): HostPathPolicy {
     allowedVolumes: config.agent.allowedVolumes,
     allowAllVolumes: config.agent.allowAllVolumes,
     protectedPaths: protectedHostPaths(config),
+    allowRelabel: config.agent.allowRelabel,
   };
 }
 
@@ -245,7 +257,10 @@ export function hostPathPolicy(config: Config): HostPathPolicy {
 export async function validateVolumes(specs: readonly string[] | undefined, policy: HostPathPolicy, fs: RealpathFs = nodeRealpathFs): Promise<VolumeMount[]> {
   const parsed = (specs ?? []).map((spec, index) => parseVolumeSpec(spec, `container.volumes[${index}]`));
   const hostPaths: string[] = [];
-  for (const spec of parsed) hostPaths.push(await resolveAllowedHostPath(spec, policy, fs));
+  for (const spec of parsed) {
+    checkRelabel(spec, policy);
+    hostPaths.push(await resolveAllowedHostPath(spec, policy, fs));
+  }
   parsed.forEach(checkContainerPath);
   checkDistinctTargets(parsed);
   return parsed.map((spec, index) => toVolumeMount(spec, hostPaths[index]!));

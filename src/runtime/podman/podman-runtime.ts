@@ -294,10 +294,23 @@ export class PodmanRuntime implements ContainerRuntime {
     }
   }
 
+  async networkSubnets(name: string): Promise<string[]> {
+    if (name === 'none') return [];
+    const network = await this.client.json<{ subnets?: { subnet: string }[] | null }>(`/networks/${encodeURIComponent(name)}/json`);
+    return (network.subnets ?? []).map((s) => s.subnet);
+  }
+
   async secretExists(name: string): Promise<boolean> {
+    // Podman resolves a secret by name, by full id or by a unique id prefix; only an exact name counts here,
+    // or `secrets_env: {"X": "3"}` would reach whichever secret's id starts with 3 (Berth's own included).
+    // (At creation Podman looks names up before ids, so the exact name found here is the one mounted.)
     const response = await this.client.request(`/secrets/${encodeURIComponent(name)}/json`, { accept: [404] });
-    await response.body.dump();
-    return response.statusCode === 200;
+    if (response.statusCode === 404) {
+      await response.body.dump();
+      return false;
+    }
+    const secret = (await response.body.json()) as LibpodSecret;
+    return secret.Spec.Name === name;
   }
 
   async listSecrets(): Promise<string[]> {
