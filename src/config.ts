@@ -3,7 +3,7 @@
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
-import { parseCpus, parseDuration, parseMemory } from './core/units.js';
+import { parseCpus, parseDuration, parseMemory } from './units.js';
 import { API_TOKEN_RULE, JWT_SECRET_RULE, secretWeakness } from './secret-strength.js';
 
 export type LogFormat = 'json' | 'text';

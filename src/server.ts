@@ -14,7 +14,8 @@ import { createMetrics } from './metrics/metrics.js';
 import { PodmanClient } from './runtime/podman/client.js';
 import { PodmanRuntime } from './runtime/podman/podman-runtime.js';
 import { startPodmanService, type PodmanService } from './runtime/podman/service-process.js';
-import { IMAGE_TREE_LABEL } from './runtime/container-runtime.js';
+import { IMAGE_TREE_LABEL, type ContainerRuntime } from './runtime/container-runtime.js';
+import { withTranslatedErrors } from './core/runtime-errors.js';
 import { VolumeStaging } from './runtime/volume-staging.js';
 import { reapLeftovers } from './core/reaper.js';
 import { SessionStore } from './core/sessions/session-store.js';
@@ -27,6 +28,7 @@ import { RunService } from './core/runs/run-service.js';
 import { RunInputs } from './core/runs/run-inputs.js';
 import { SystemStatus } from './core/system-status.js';
 import { TokenService } from './core/auth/tokens.js';
+import { AuthService } from './core/auth/auth-service.js';
 import { createBlacklist } from './store/blacklist/create-blacklist.js';
 import { startOfflineModel } from './offline-model/server.js';
 import { SqliteJobStore } from './store/jobs/sqlite-job-store.js';
@@ -50,7 +52,7 @@ export interface RunningBerth {
 }
 
 /** Addresses agent containers connect from: their network's subnets (undefined: no filter is possible). */
-async function agentNetworkClients(runtime: PodmanRuntime, network: string): Promise<BlockList | undefined> {
+async function agentNetworkClients(runtime: ContainerRuntime, network: string): Promise<BlockList | undefined> {
   const subnets = await runtime.networkSubnets(network);
   if (subnets.length === 0) return undefined;
   const clients = new BlockList();
@@ -86,7 +88,9 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     }
     const client = new PodmanClient(socketPath);
     cleanups.push(() => client.close());
-    const runtime = new PodmanRuntime(client);
+    const podman = new PodmanRuntime(client);
+    // Core services get the runtime whose unreachable-Podman errors are already Berth's 503.
+    const runtime = withTranslatedErrors(podman);
     await runtime.ping();
     await reapLeftovers(runtime, config.instanceName, logger);
 
@@ -234,8 +238,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       metrics,
       runs,
       status: new SystemStatus(config, runtime, engineAccess),
-      tokens,
-      blacklist,
+      auth: new AuthService({ tokens, blacklist, apiTokens: config.auth.apiTokens, log: logger }),
       extraRoutes: [
         (app) => registerJobRoutes(app, { jobs }),
         (app) => registerStreamRoutes(app, { runs, heartbeatMs: config.sse.heartbeatMs, subscribers: metrics.sseSubscribers }),
@@ -266,7 +269,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       app,
       url,
       metricsUrl: `http://${config.metricsAddress.host}:${metricsServer.port}/metrics`,
-      runtime,
+      runtime: podman,
       engineAccess,
       stop: stopAll,
     };

@@ -1,6 +1,7 @@
 // A run request after validation: every value checked, parsed and defaulted. Past the validator nothing
 // needs to be re-checked; the runtime and the engine command line are built from this alone.
 import type { EngineOptions } from './run-request.js';
+import type { LifecycleHooks } from '../engine/engine-flags.js';
 
 /** What the run does with sessions; exactly one of these, so contradictory flags cannot reach the runtime. */
 export type SessionIntent =
@@ -45,19 +46,8 @@ export interface ContainerPlan {
   readonly lifecycle?: LifecyclePlan;
 }
 
-/**
- * Each hook is one command given as its argument vector (`["npm", "install"]`); every argument is
- * shell-escaped, so no argument is ever parsed as shell syntax. Empty vectors mean "no hook".
- */
-export interface LifecyclePlan {
-  /** on_create_command: run once when the session is first created; skipped on resume and fork. */
-  readonly onCreate: readonly string[];
-  readonly postCreate: readonly string[];
-  /** Run on every container start, including resume. */
-  readonly postStart: readonly string[];
-  /** hooks_timeout: default 5m, at most SERVICE_AGENT_MAX_TIMEOUT. */
-  readonly timeoutMs: number;
-}
+/** Lifecycle hooks as the engine's launch script runs them. */
+export type LifecyclePlan = LifecycleHooks;
 
 /** Engine options after validation; session flags are folded into RunPlan.session. */
 export type EnginePlan = Omit<EngineOptions, 'session_id' | 'resume' | 'continue' | 'fork_session' | 'no_persistence'>;

@@ -2,7 +2,7 @@
 // spec maps to one real flag or environment switch of Claude Code (README, "Engine options").
 // User text (prompt, system prompts) never appears in argv: it is uploaded as files, so no character of
 // it can be taken as a flag or a shell word, and its size is not bounded by the kernel's argv limits.
-import type { EnginePlan, LifecyclePlan } from '../core/run-plan.js';
+import type { EngineFlags, LifecycleHooks } from './engine-flags.js';
 import { ENGINE_BINARY, ENGINE_CONFIG_DIR, INPUT_DIR, PROMPT_FILE, SECRET_ENV_DIR } from './layout.js';
 import { deriveSessionTitle, TITLE_FILE_NAME, TITLE_HOOK_SETTINGS, titleHookOutput } from './session-title.js';
 
@@ -47,7 +47,7 @@ export function shellQuote(argument: string): string {
 }
 
 /** The hooks that apply to this start, as a script of shell-escaped commands; undefined when none. */
-export function hooksScript(lifecycle: LifecyclePlan | undefined, firstStart: boolean): string | undefined {
+export function hooksScript(lifecycle: LifecycleHooks | undefined, firstStart: boolean): string | undefined {
   if (!lifecycle) return undefined;
   const commands = [...(firstStart ? [lifecycle.onCreate, lifecycle.postCreate] : []), lifecycle.postStart].filter((argv) => argv.length > 0);
   if (commands.length === 0) return undefined;
@@ -55,12 +55,12 @@ export function hooksScript(lifecycle: LifecyclePlan | undefined, firstStart: bo
 }
 
 export function buildEngineInvocation(options: {
-  engine: EnginePlan;
+  engine: EngineFlags;
   session: EngineSession;
   prompt: string;
   modelBaseUrl: string;
   offlineModel: boolean;
-  lifecycle?: LifecyclePlan;
+  lifecycle?: LifecycleHooks;
   /**
    * A persistent agent: turns arrive on stdin as stream-json lines (`--input-format stream-json`), so
    * there is no prompt file, no title hook and no partial-message events; options.prompt is ignored.

@@ -6,8 +6,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { RunService } from '../core/runs/run-service.js';
 import type { SystemStatus } from '../core/system-status.js';
-import type { TokenService } from '../core/auth/tokens.js';
-import type { TokenBlacklist } from '../store/blacklist/blacklist.js';
+import type { AuthService } from '../core/auth/auth-service.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { errors } from '../errors.js';
 import { registerErrorHandler } from './error-handler.js';
@@ -26,8 +25,7 @@ export interface AppServices {
   readonly metrics: Metrics;
   readonly runs: RunService;
   readonly status: SystemStatus;
-  readonly tokens: TokenService;
-  readonly blacklist: TokenBlacklist | undefined;
+  readonly auth: AuthService;
   /** Extra route groups (jobs, sessions, streams) registered by their own modules. */
   readonly extraRoutes?: readonly ((app: FastifyInstance) => void)[];
 }
@@ -92,10 +90,10 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
       metrics: services.metrics,
     });
   }
-  registerAuth(app, { enabled: config.auth.enabled, tokens: services.tokens, blacklist: services.blacklist, metrics: services.metrics });
+  registerAuth(app, { enabled: config.auth.enabled, auth: services.auth, metrics: services.metrics });
 
   app.get('/swagger/doc.json', { schema: { hide: true } }, async () => app.swagger());
-  registerAuthRoutes(app, { config: config.auth, tokens: services.tokens, blacklist: services.blacklist, metrics: services.metrics });
+  registerAuthRoutes(app, { auth: services.auth, metrics: services.metrics });
   registerSystemRoutes(app, { status: services.status });
   registerRunRoutes(app, { runs: services.runs });
   for (const register of services.extraRoutes ?? []) register(app);

@@ -3,7 +3,6 @@
 // 4xx texts, and anything unexpected as a logged 500 that reveals no internals.
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import { BerthError, errors } from '../errors.js';
-import { RuntimeError } from '../runtime/container-runtime.js';
 
 export interface ErrorBody {
   error: string;
@@ -79,7 +78,6 @@ export function registerErrorHandler(app: FastifyInstance): void {
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof BerthError) return sendError(reply, error);
-    if (error instanceof RuntimeError && error.unreachable) return sendError(reply, errors.runtimeUnavailable(error.message));
     const translated = translateFastifyError(error);
     if (translated) return sendError(reply, translated);
     request.log.error({ err: error }, 'unexpected error');

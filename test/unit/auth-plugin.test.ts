@@ -1,3 +1,4 @@
+import { AuthService } from '../../src/core/auth/auth-service.js';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import Fastify, { type FastifyInstance } from 'fastify';
@@ -22,7 +23,7 @@ async function harness(options: { enabled?: boolean; blacklist?: TokenBlacklist;
   const metrics = createMetrics();
   const app = Fastify();
   registerErrorHandler(app);
-  registerAuth(app, { enabled: options.enabled ?? true, tokens, blacklist: options.blacklist, metrics });
+  registerAuth(app, { enabled: options.enabled ?? true, auth: new AuthService({ tokens, blacklist: options.blacklist, apiTokens: [], log: { error: () => undefined } }), metrics });
   const seen: (TokenClaims | undefined)[] = [];
   app.get('/health', async () => ({ status: 'ok' }));
   app.get('/swagger/doc.json', async () => ({ openapi: '3.0.0' }));

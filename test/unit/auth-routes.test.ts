@@ -1,3 +1,4 @@
+import { AuthService } from '../../src/core/auth/auth-service.js';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -48,8 +49,9 @@ async function service(options: { blacklist?: TokenBlacklist | null; enabled?: b
   app.setValidatorCompiler(createValidatorCompiler());
   registerErrorHandler(app);
   app.addSchema(ErrorBodySchema);
-  registerAuth(app, { enabled: config.enabled, tokens, blacklist, metrics });
-  registerAuthRoutes(app, { config, tokens, blacklist, metrics });
+  const auth = new AuthService({ tokens, blacklist, apiTokens: config.apiTokens, log: { error: () => undefined } });
+  registerAuth(app, { enabled: config.enabled, auth, metrics });
+  registerAuthRoutes(app, { auth, metrics });
   app.get('/jobs', async () => ({ jobs: [] }));
   await app.ready();
   return { app, metrics };
@@ -320,7 +322,7 @@ describe('OpenAPI metadata', () => {
       routes.push({ url: route.url, tags: route.schema?.tags, response: route.schema?.response });
     });
     const tokens = new TokenService({ secret: SECRET, accessTtlMs: 1000, refreshTtlMs: 1000 });
-    registerAuthRoutes(app, { config: authConfig(), tokens, blacklist: undefined });
+    registerAuthRoutes(app, { auth: new AuthService({ tokens, blacklist: undefined, apiTokens: authConfig().apiTokens, log: { error: () => undefined } }) });
     await app.ready();
     assert.deepEqual(routes.map((r) => r.url).sort(), ['/auth/logout', '/auth/refresh', '/auth/token', '/auth/validate']);
     for (const route of routes) {

@@ -1,3 +1,4 @@
+import { AuthService } from '../../src/core/auth/auth-service.js';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -230,7 +231,7 @@ describe('failing closed', () => {
     const metrics = createMetrics();
     const app = Fastify();
     registerErrorHandler(app);
-    registerAuth(app, { enabled: true, tokens, blacklist: new ThrowingBlacklist(), metrics });
+    registerAuth(app, { enabled: true, auth: new AuthService({ tokens, blacklist: new ThrowingBlacklist(), apiTokens: [], log: { error: () => undefined } }), metrics });
     let handled = 0;
     app.get('/jobs', async () => {
       handled += 1;
@@ -254,7 +255,7 @@ describe('failing closed', () => {
     await blacklist.close();
     const app = Fastify();
     registerErrorHandler(app);
-    registerAuth(app, { enabled: true, tokens, blacklist, metrics: createMetrics() });
+    registerAuth(app, { enabled: true, auth: new AuthService({ tokens, blacklist, apiTokens: [], log: { error: () => undefined } }), metrics: createMetrics() });
     app.get('/jobs', async () => ({ jobs: [] }));
     const pair = await tokens.issuePair('c');
     const response = await app.inject({ method: 'GET', url: '/jobs', headers: { authorization: `Bearer ${pair.access_token}` } });

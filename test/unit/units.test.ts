@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseCpus, parseDuration, parseMemory } from '../../src/core/units.js';
+import { parseCpus, parseDuration, parseMemory } from '../../src/units.js';
 
 test('durations', () => {
   assert.equal(parseDuration('5s'), 5_000);

@@ -2,6 +2,9 @@
 // the stored record so storage columns (request, run id, webhook bookkeeping) never leak by accident.
 import type { CrashInfo, Job, JobStatus, JobSummary } from '../../store/jobs/job-store.js';
 
+/** Every job status, for the HTTP schemas (which may not import the store). */
+export { JOB_STATUSES } from '../../store/jobs/job-store.js';
+
 export interface JobView {
   readonly id: string;
   readonly status: JobStatus;

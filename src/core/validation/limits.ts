@@ -1,10 +1,10 @@
-// Resource limits: memory, cpus, cpu_shares, timeout and hooks_timeout, parsed strictly (core/units.ts),
+// Resource limits: memory, cpus, cpu_shares, timeout and hooks_timeout, parsed strictly (src/units.ts),
 // bounded by configuration and defaulted from it.
 import type { ContainerPlan } from '../run-plan.js';
 import type { Config } from '../../config.js';
 import { errors } from '../../errors.js';
 import type { ContainerOptions } from '../run-request.js';
-import { formatDuration, parseCpus, parseDuration, parseMemory } from '../units.js';
+import { formatDuration, parseCpus, parseDuration, parseMemory } from '../../units.js';
 
 /** Podman refuses memory limits under 6 MiB. */
 export const MIN_MEMORY_BYTES = 6 * 1024 ** 2;

@@ -3,10 +3,10 @@
 // URLs that match no route, so an unauthenticated scanner cannot tell which routes exist.
 // The blacklist check fails closed: a backend error refuses the request with 503.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { TokenClaims, TokenService } from '../../core/auth/tokens.js';
+import type { TokenClaims } from '../../core/auth/tokens.js';
+import type { AuthService } from '../../core/auth/auth-service.js';
 import { BerthError, errors, type ErrorCode } from '../../errors.js';
 import type { AuthFailureReason, Metrics } from '../../metrics/metrics.js';
-import type { TokenBlacklist } from '../../store/blacklist/blacklist.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -17,8 +17,7 @@ declare module 'fastify' {
 
 export interface AuthDeps {
   readonly enabled: boolean;
-  readonly tokens: TokenService;
-  readonly blacklist: TokenBlacklist | undefined;
+  readonly auth: AuthService;
   readonly metrics: Metrics;
 }
 
@@ -61,22 +60,9 @@ export function bearerToken(header: string | undefined): string {
   return match[1];
 }
 
-/** Verifies the request's access token and checks the blacklist; throws the catalogue's 401/503 errors. */
-export async function authenticate(
-  request: FastifyRequest,
-  deps: Pick<AuthDeps, 'tokens' | 'blacklist'>,
-): Promise<TokenClaims> {
-  const claims = await deps.tokens.verifyAccess(bearerToken(request.headers.authorization));
-  if (deps.blacklist === undefined) return claims;
-  let blacklisted: boolean;
-  try {
-    blacklisted = await deps.blacklist.has(claims.jti);
-  } catch (error) {
-    request.log.error({ err: error }, 'token blacklist lookup failed; refusing the request');
-    throw errors.blacklistUnavailable('the blacklist backend failed; the request was refused, retry later');
-  }
-  if (blacklisted) throw errors.tokenBlacklisted();
-  return claims;
+/** The request's access token, verified and checked against the blacklist (core/auth/auth-service.ts). */
+export async function authenticate(request: FastifyRequest, auth: AuthService): Promise<TokenClaims> {
+  return auth.authenticate(bearerToken(request.headers.authorization));
 }
 
 export function registerAuth(app: FastifyInstance, deps: AuthDeps): void {
@@ -85,7 +71,7 @@ export function registerAuth(app: FastifyInstance, deps: AuthDeps): void {
   app.addHook('onRequest', async (request) => {
     if (isOpenRoute(request.method, request.routeOptions.url)) return;
     try {
-      request.auth = await authenticate(request, deps);
+      request.auth = await authenticate(request, deps.auth);
     } catch (error) {
       const reason = authFailureReason(error);
       if (reason) deps.metrics.authFailures.labels(reason).inc();

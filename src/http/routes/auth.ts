@@ -1,22 +1,17 @@
-// /auth/token, /auth/refresh, /auth/validate, /auth/logout. Token rules live in core/auth/tokens.ts and
-// the access-token gate in plugins/auth.ts; these handlers only decode, call and answer.
-// Refresh tokens are single-use: a refresh blacklists the presented refresh token's jti (when a
-// blacklist exists), so a stolen refresh token that has been used once is worthless.
+// /auth/token, /auth/refresh, /auth/validate, /auth/logout. Issuing, rotation and revocation live in
+// core/auth/auth-service.ts and the access-token gate in plugins/auth.ts; these handlers only decode,
+// call and answer.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Config } from '../../config.js';
-import { apiTokenMatches, type TokenClaims, type TokenService } from '../../core/auth/tokens.js';
-import { errors } from '../../errors.js';
+import type { AuthService } from '../../core/auth/auth-service.js';
+import type { TokenClaims } from '../../core/auth/tokens.js';
 import type { Metrics } from '../../metrics/metrics.js';
-import type { TokenBlacklist } from '../../store/blacklist/blacklist.js';
 import { authFailureReason, authenticate, bearerToken } from '../plugins/auth.js';
 import { errorResponses } from '../schemas.js';
 
 export interface AuthRoutesDeps {
-  readonly config: Config['auth'];
-  readonly tokens: TokenService;
-  readonly blacklist: TokenBlacklist | undefined;
+  readonly auth: AuthService;
   /** When given, refused API tokens and refresh tokens are counted in berth_auth_failures_total. */
   readonly metrics?: Metrics;
 }
@@ -68,9 +63,6 @@ const ValidateResponse = Type.Object({
 
 const LogoutResponse = Type.Object({ success: Type.Boolean() });
 
-// C0 controls, DEL and C1 controls.
-const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
-
 export function registerAuthRoutes(app: FastifyInstance, deps: AuthRoutesDeps): void {
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
 
@@ -87,7 +79,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRoutesDeps): 
   // The caller's access token: already verified by the auth plugin, or verified here when the plugin is
   // not registered (authentication disabled), so these routes never answer for an unchecked token.
   const accessClaims = (request: FastifyRequest): Promise<TokenClaims> =>
-    request.auth ? Promise.resolve(request.auth) : counted(() => authenticate(request, deps));
+    request.auth ? Promise.resolve(request.auth) : counted(() => authenticate(request, deps.auth));
 
   api.post('/auth/token', {
     schema: {
@@ -99,11 +91,10 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRoutesDeps): 
     // Checked before the body is parsed and validated, so a caller without an API token learns nothing.
     onRequest: async (request) =>
       counted(async () => {
-        if (!apiTokenMatches(bearerToken(request.headers.authorization), deps.config.apiTokens)) throw errors.invalidApiToken();
+        deps.auth.checkApiToken(bearerToken(request.headers.authorization));
       }),
   }, async (request) => {
-    if (CONTROL_CHARACTERS.test(request.body.client_id)) throw errors.badRequest('client_id must not contain control characters');
-    return deps.tokens.issuePair(request.body.client_id);
+    return deps.auth.issue(request.body.client_id);
   });
 
   api.post('/auth/refresh', {
@@ -115,11 +106,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRoutesDeps): 
       response: { 200: TokenPairResponse, ...errorResponses(400, 401, 503) },
     },
   }, async (request) =>
-    counted(async () => {
-      const claims = await deps.tokens.verifyRefresh(request.body.refresh_token);
-      await revoke(deps.blacklist, claims, request, { mustExist: false, checkFirst: true });
-      return deps.tokens.issuePair(claims.sub);
-    }));
+    counted(() => deps.auth.refresh(request.body.refresh_token)));
 
   api.post('/auth/validate', {
     schema: {
@@ -146,46 +133,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRoutesDeps): 
     },
   }, async (request) => {
     const claims = await accessClaims(request);
-    const refreshClaims = await counted(() => refreshTokenToRevoke(deps.tokens, request.body.refresh_token, claims.sub));
-    await revoke(deps.blacklist, claims, request, { mustExist: true, checkFirst: false });
-    if (refreshClaims) await revoke(deps.blacklist, refreshClaims, request, { mustExist: true, checkFirst: false });
+    await counted(() => deps.auth.logout(claims, request.body.refresh_token));
     return { success: true };
   });
-}
-
-/** The claims of the refresh token named in a logout, or undefined when none was given or it has expired already. */
-async function refreshTokenToRevoke(tokens: TokenService, token: string | undefined, sub: string): Promise<TokenClaims | undefined> {
-  if (token === undefined) return undefined;
-  try {
-    const claims = await tokens.verifyRefresh(token);
-    if (claims.sub !== sub) throw errors.invalidToken();
-    return claims;
-  } catch (error) {
-    if (authFailureReason(error) === 'token_expired') return undefined;
-    throw error;
-  }
-}
-
-/**
- * Blacklists a token's jti until its expiry. With `checkFirst`, an already blacklisted token is refused
- * (`token blacklisted`). Backend errors are 503, never ignored; a missing blacklist is 503 when `mustExist`.
- */
-async function revoke(
-  blacklist: TokenBlacklist | undefined,
-  claims: TokenClaims,
-  request: FastifyRequest,
-  options: { mustExist: boolean; checkFirst: boolean },
-): Promise<void> {
-  if (blacklist === undefined) {
-    if (options.mustExist) throw errors.blacklistUnavailable('no token blacklist is configured');
-    return;
-  }
-  try {
-    if (options.checkFirst && (await blacklist.has(claims.jti))) throw errors.tokenBlacklisted();
-    await blacklist.add(claims.jti, claims.exp * 1000);
-  } catch (error) {
-    if (authFailureReason(error) === 'token_blacklisted') throw error;
-    request.log.error({ err: error }, 'token blacklist failed');
-    throw errors.blacklistUnavailable('the blacklist backend failed; the token was not revoked, retry later');
-  }
 }

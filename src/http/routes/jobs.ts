@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from '@sinclair/typebox';
 import { RunRequestSchema, type RunRequest } from '../../core/run-request.js';
 import { JOB_LIST_DEFAULT_LIMIT, JOB_LIST_MAX_LIMIT, type JobService } from '../../core/jobs/job-service.js';
-import { JOB_STATUSES } from '../../store/jobs/job-store.js';
+import { JOB_STATUSES } from '../../core/jobs/job-view.js';
 import { errorResponses } from '../schemas.js';
 
 const JobStatusSchema = Type.Union(JOB_STATUSES.map((status) => Type.Literal(status)));

@@ -1,7 +1,9 @@
 // Durable async jobs, behind a small interface: the job service talks to storage only through this,
 // and test/unit/jobs-store.test.ts is the suite every backend must pass. Status changes are
 // compare-and-set (`transition`), so a cancel racing a job's own end has exactly one winner.
-import type { RunRequest } from '../../core/run-request.js';
+
+/** A job's request as accepted, kept as JSON: the store neither reads nor validates it (core did). */
+export type StoredRequest = { readonly [field: string]: unknown };
 
 export const JOB_STATUSES = ['pending', 'running', 'completed', 'failed', 'crashed', 'cancelled'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
@@ -46,7 +48,7 @@ export interface Job {
   readonly error: string | null;
   readonly webhookUrl: string | null;
   readonly webhookState: WebhookState | null;
-  readonly request: RunRequest;
+  readonly request: StoredRequest;
   /** ISO 8601 timestamps (UTC, milliseconds). */
   readonly createdAt: string;
   readonly updatedAt: string;
@@ -58,7 +60,7 @@ export interface NewJob {
   readonly sessionId: string;
   readonly runId: string;
   readonly webhookUrl: string | null;
-  readonly request: RunRequest;
+  readonly request: StoredRequest;
   readonly createdAt: string;
 }
 

@@ -1,0 +1,96 @@
+// Who a caller is: the one place that issues, verifies, rotates and revokes Berth's tokens. It owns the
+// token service and the blacklist; HTTP routes and the request gate only decode, call and answer.
+// Refresh tokens are single-use: a refresh blacklists the presented refresh token's jti (when a blacklist
+// exists), so a stolen refresh token that has been used once is worthless. The blacklist fails closed: a
+// backend error refuses the request (503) rather than letting a revoked token through.
+import type { Logger } from 'pino';
+import { errors, BerthError } from '../../errors.js';
+import type { TokenBlacklist } from '../../store/blacklist/blacklist.js';
+import { apiTokenMatches, type TokenClaims, type TokenPair, type TokenService } from './tokens.js';
+
+export interface AuthServiceDependencies {
+  readonly tokens: TokenService;
+  readonly blacklist: TokenBlacklist | undefined;
+  readonly apiTokens: readonly string[];
+  readonly log: Pick<Logger, 'error'>;
+}
+
+// C0 controls, DEL and C1 controls.
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
+
+export class AuthService {
+  constructor(private readonly deps: AuthServiceDependencies) {}
+
+  /** The API token presented to POST /auth/token; refused (401) before anything else is looked at. */
+  checkApiToken(presented: string): void {
+    if (!apiTokenMatches(presented, this.deps.apiTokens)) throw errors.invalidApiToken();
+  }
+
+  /** A token pair for `clientId`, the `sub` that owns everything created with its tokens. */
+  async issue(clientId: string): Promise<TokenPair> {
+    if (CONTROL_CHARACTERS.test(clientId)) throw errors.badRequest('client_id must not contain control characters');
+    return this.deps.tokens.issuePair(clientId);
+  }
+
+  /** The claims of a valid, not revoked access token; the catalogue's 401/503 otherwise. */
+  async authenticate(accessToken: string): Promise<TokenClaims> {
+    const claims = await this.deps.tokens.verifyAccess(accessToken);
+    const { blacklist } = this.deps;
+    if (blacklist === undefined) return claims;
+    let revoked: boolean;
+    try {
+      revoked = await blacklist.has(claims.jti);
+    } catch (error) {
+      this.deps.log.error({ err: error }, 'token blacklist lookup failed; refusing the request');
+      throw errors.blacklistUnavailable('the blacklist backend failed; the request was refused, retry later');
+    }
+    if (revoked) throw errors.tokenBlacklisted();
+    return claims;
+  }
+
+  /** Rotates a refresh token: the presented one is revoked, a new pair for the same subject issued. */
+  async refresh(refreshToken: string): Promise<TokenPair> {
+    const claims = await this.deps.tokens.verifyRefresh(refreshToken);
+    await this.revoke(claims, { mustExist: false, checkFirst: true });
+    return this.deps.tokens.issuePair(claims.sub);
+  }
+
+  /** Revokes the access token and, when given, a refresh token of the same subject (one already expired is skipped). */
+  async logout(access: TokenClaims, refreshToken: string | undefined): Promise<void> {
+    const refreshClaims = await this.refreshTokenToRevoke(refreshToken, access.sub);
+    await this.revoke(access, { mustExist: true, checkFirst: false });
+    if (refreshClaims) await this.revoke(refreshClaims, { mustExist: true, checkFirst: false });
+  }
+
+  private async refreshTokenToRevoke(token: string | undefined, sub: string): Promise<TokenClaims | undefined> {
+    if (token === undefined) return undefined;
+    try {
+      const claims = await this.deps.tokens.verifyRefresh(token);
+      if (claims.sub !== sub) throw errors.invalidToken();
+      return claims;
+    } catch (error) {
+      if (error instanceof BerthError && error.code === 'BERTH_ERR_AUTH_TOKEN_EXPIRED') return undefined;
+      throw error;
+    }
+  }
+
+  /**
+   * Blacklists a token's jti until its expiry. With `checkFirst`, an already blacklisted token is refused
+   * (`token blacklisted`). Backend errors are 503, never ignored; a missing blacklist is 503 when `mustExist`.
+   */
+  private async revoke(claims: TokenClaims, options: { mustExist: boolean; checkFirst: boolean }): Promise<void> {
+    const { blacklist } = this.deps;
+    if (blacklist === undefined) {
+      if (options.mustExist) throw errors.blacklistUnavailable('no token blacklist is configured');
+      return;
+    }
+    try {
+      if (options.checkFirst && (await blacklist.has(claims.jti))) throw errors.tokenBlacklisted();
+      await blacklist.add(claims.jti, claims.exp * 1000);
+    } catch (error) {
+      if (error instanceof BerthError && error.code === 'BERTH_ERR_AUTH_TOKEN_BLACKLISTED') throw error;
+      this.deps.log.error({ err: error }, 'token blacklist failed');
+      throw errors.blacklistUnavailable('the blacklist backend failed; the token was not revoked, retry later');
+    }
+  }
+}

@@ -1,0 +1,24 @@
+// Podman being unreachable is the caller's 503 (`container runtime unavailable`), whichever core service
+// met it. The translation happens here, once, on the runtime core services are given: http/ then knows
+// only Berth's error catalogue, never the runtime's error types.
+import { errors } from '../errors.js';
+import { RuntimeError, type ContainerRuntime } from '../runtime/container-runtime.js';
+
+export function translateRuntimeError(error: unknown): unknown {
+  return error instanceof RuntimeError && error.unreachable ? errors.runtimeUnavailable(error.message) : error;
+}
+
+/** The same runtime, whose promise-returning methods reject with Berth errors where the runtime was unreachable. */
+export function withTranslatedErrors(runtime: ContainerRuntime): ContainerRuntime {
+  return new Proxy(runtime, {
+    get(target, key) {
+      // Looked up on every access, so a method replaced on the target later is still the one called.
+      const value: unknown = Reflect.get(target, key, target);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        const result: unknown = value.apply(target, args);
+        return result instanceof Promise ? result.catch((error: unknown) => Promise.reject(translateRuntimeError(error))) : result;
+      };
+    },
+  });
+}

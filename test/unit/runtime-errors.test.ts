@@ -1,0 +1,26 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { withTranslatedErrors } from '../../src/core/runtime-errors.js';
+import { RuntimeError, type ContainerRuntime } from '../../src/runtime/container-runtime.js';
+import { BerthError } from '../../src/errors.js';
+
+function fake(error: Error) {
+  return {
+    async ping() {
+      throw error;
+    },
+    label: 'kept',
+  } as unknown as ContainerRuntime & { label: string };
+}
+
+test('an unreachable runtime becomes the catalogue\'s 503 for core services', async () => {
+  const runtime = withTranslatedErrors(fake(new RuntimeError('cannot reach Podman at /x.sock', true)));
+  await assert.rejects(runtime.ping(), (error: unknown) => error instanceof BerthError && error.status === 503 && /container runtime unavailable: cannot reach Podman/.test(error.message));
+});
+
+test('other runtime failures and properties pass through unchanged', async () => {
+  const refused = new RuntimeError('Podman refused', false);
+  const runtime = withTranslatedErrors(fake(refused)) as ContainerRuntime & { label: string };
+  await assert.rejects(runtime.ping(), (error: unknown) => error === refused);
+  assert.equal(runtime.label, 'kept');
+});
