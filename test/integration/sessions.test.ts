@@ -200,15 +200,19 @@ describe('concurrent resumes', () => {
 });
 
 describe('session ids', () => {
-  it('like ../../etc are a 400 and touch no file', async () => {
+  it('like ../../etc or sess-example123 name no session on the paths (404), are a 400 in a run, and touch no file', async () => {
     const before = readdirSync(sessionsDir(), { recursive: true }).sort();
     for (const [method, path] of [
       ['GET', '/sessions/..%2F..%2Fetc/messages'],
       ['GET', '/sessions/..%2F..%2Fetc/messages/x'],
       ['DELETE', '/sessions/..%2F..%2Fetc'],
+      ['GET', '/sessions/sess-example123/messages'],
+      ['DELETE', '/sessions/sess-example123'],
     ] as const) {
       const response = await t.request(method, path);
-      assert.equal(response.status, 400, `${method} ${path}`);
+      assert.equal(response.status, 404, `${method} ${path}`);
+      assert.deepEqual(Object.keys(response.body).sort(), ['error', 'status']);
+      assert.equal(response.body.status, 'error');
     }
     const resumed = await t.request('POST', '/run', { prompt: 'hi', engine: { session_id: '../../etc', resume: true } });
     assert.equal(resumed.status, 400);

@@ -1,5 +1,6 @@
 // The job state machine with a fake run service: each run ends when the test says so, or when its
 // abort signal fires (as the real executor does: the container is killed, the outcome is `cancelled`).
+import { SOLE_CALLER } from '../../src/core/auth/caller.js';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -41,7 +42,7 @@ class FakeRuns implements JobRunner {
   private counter = 0;
   executeError: Error | undefined;
 
-  async accept(request: RunRequest): Promise<AcceptedRun> {
+  async accept(request: RunRequest, _options?: unknown): Promise<AcceptedRun> {
     if (request.prompt === 'refuse me') throw errors.invalid('prompt: refused by the fake');
     this.counter += 1;
     const sessionId = `00000000-0000-4000-8000-${String(this.counter).padStart(12, '0')}`;
@@ -146,8 +147,8 @@ describe('JobService', () => {
   });
 
   it('answers with a job id and the session id, and stores the job pending', async () => {
-    await jobs.submit({ prompt: 'blocker' });
-    const submitted = await jobs.submit({ prompt: 'second' });
+    await jobs.submit({ prompt: 'blocker' }, SOLE_CALLER);
+    const submitted = await jobs.submit({ prompt: 'second' }, SOLE_CALLER);
     assert.match(submitted.job_id, /^job-[0-9a-f-]{36}$/);
     const job = await store.get(submitted.job_id);
     assert.equal(job?.status, 'pending');
@@ -156,17 +157,17 @@ describe('JobService', () => {
   });
 
   it('stores nothing when the request is refused, and passes the error on', async () => {
-    await assert.rejects(jobs.submit({ prompt: 'refuse me' }), (error: unknown) => error instanceof BerthError && error.status === 400);
-    assert.deepEqual(await store.list({ limit: 10, offset: 0 }), []);
+    await assert.rejects(jobs.submit({ prompt: 'refuse me' }, SOLE_CALLER), (error: unknown) => error instanceof BerthError && error.status === 400);
+    assert.deepEqual(await store.list({ owner: '', limit: 10, offset: 0 }), []);
   });
 
   it('goes pending → running → completed with the run\'s output and structured_output', async () => {
-    const { job_id } = await jobs.submit({ prompt: 'answer' });
+    const { job_id } = await jobs.submit({ prompt: 'answer' }, SOLE_CALLER);
     const run = await runs.run('answer');
     assert.equal(await status(job_id), 'running');
     run.finish({ kind: 'completed', envelope: envelope('forty-two', { structuredOutput: { n: 42 } }), rawOutput: '' });
     await until(async () => (await status(job_id)) === 'completed', 'completed');
-    const view = await jobs.get(job_id);
+    const view = await jobs.get(job_id, SOLE_CALLER);
     assert.equal(view.output, 'forty-two');
     assert.deepEqual(view.structured_output, { n: 42 });
     assert.equal(view.crash_info, null);
@@ -176,7 +177,7 @@ describe('JobService', () => {
 
   it('starts queued jobs one at a time, in submission order', async () => {
     const ids = [];
-    for (const prompt of ['a', 'b', 'c']) ids.push((await jobs.submit({ prompt })).job_id);
+    for (const prompt of ['a', 'b', 'c']) ids.push((await jobs.submit({ prompt }, SOLE_CALLER)).job_id);
     await runs.run('a');
     await settle();
     assert.deepEqual(runs.started.map((r) => r.prompt), ['a']);
@@ -189,35 +190,35 @@ describe('JobService', () => {
   });
 
   it('records an engine error as failed, with its text in error and output', async () => {
-    const { job_id } = await jobs.submit({ prompt: 'fails' });
+    const { job_id } = await jobs.submit({ prompt: 'fails' }, SOLE_CALLER);
     (await runs.run('fails')).finish({ kind: 'failed', message: 'API Error: 529 overloaded', envelope: envelope('API Error: 529 overloaded', { isError: true }), rawOutput: '' });
     await until(async () => (await status(job_id)) === 'failed', 'failed');
-    const view = await jobs.get(job_id);
+    const view = await jobs.get(job_id, SOLE_CALLER);
     assert.equal(view.error, 'API Error: 529 overloaded');
     assert.equal(view.output, 'API Error: 529 overloaded');
     assert.equal(view.crash_info, null);
   });
 
   it('records an OOM kill as crashed with crash_info and the reason', async () => {
-    const { job_id } = await jobs.submit({ prompt: 'hog' });
+    const { job_id } = await jobs.submit({ prompt: 'hog' }, SOLE_CALLER);
     (await runs.run('hog')).finish({ kind: 'crashed', reason: 'oom', exitCode: 137, signal: 'SIGKILL', partialOutput: '{"type":"system"}\n', taskCompleted: false });
     await until(async () => (await status(job_id)) === 'crashed', 'crashed');
-    const view = await jobs.get(job_id);
+    const view = await jobs.get(job_id, SOLE_CALLER);
     assert.deepEqual(view.crash_info, { exit_code: 137, signal: 'SIGKILL', partial_output: '{"type":"system"}\n', task_completed: false, reason: 'oom' });
     assert.match(view.error ?? '', /out of memory \(container\.memory 64m\)/);
   });
 
   it('records a run that could not be started as failed', async () => {
     runs.executeError = new Error('podman: image vanished');
-    const { job_id } = await jobs.submit({ prompt: 'broken' });
+    const { job_id } = await jobs.submit({ prompt: 'broken' }, SOLE_CALLER);
     await until(async () => (await status(job_id)) === 'failed', 'failed');
-    assert.equal((await jobs.get(job_id)).error, 'run failed: podman: image vanished');
+    assert.equal((await jobs.get(job_id, SOLE_CALLER)).error, 'run failed: podman: image vanished');
   });
 
   it('cancels a pending job without ever running it, and releases its session', async () => {
-    await jobs.submit({ prompt: 'blocker' });
-    const queued = await jobs.submit({ prompt: 'queued' });
-    assert.deepEqual(await jobs.cancel(queued.job_id), { id: queued.job_id, status: 'cancelled' });
+    await jobs.submit({ prompt: 'blocker' }, SOLE_CALLER);
+    const queued = await jobs.submit({ prompt: 'queued' }, SOLE_CALLER);
+    assert.deepEqual(await jobs.cancel(queued.job_id, SOLE_CALLER), { id: queued.job_id, status: 'cancelled' });
     assert.equal(await status(queued.job_id), 'cancelled');
     assert.ok(runs.released.includes(queued.session_id));
     (await runs.run('blocker')).finish({ kind: 'completed', envelope: envelope('x'), rawOutput: '' });
@@ -226,30 +227,30 @@ describe('JobService', () => {
   });
 
   it('cancels a running job by aborting its run, and answers after the run has ended', async () => {
-    const { job_id } = await jobs.submit({ prompt: 'long' });
+    const { job_id } = await jobs.submit({ prompt: 'long' }, SOLE_CALLER);
     const run = await runs.run('long');
-    const answer = await jobs.cancel(job_id);
+    const answer = await jobs.cancel(job_id, SOLE_CALLER);
     assert.deepEqual(answer, { id: job_id, status: 'cancelled' });
     assert.equal(run.signal.aborted, true);
     assert.equal(runs.released.length, 1, 'the run had ended (its session released) before DELETE answered');
     await settle();
-    const view = await jobs.get(job_id);
+    const view = await jobs.get(job_id, SOLE_CALLER);
     assert.equal(view.status, 'cancelled');
     assert.equal(view.crash_info, null);
     assert.equal(view.error, JOB_MESSAGES.cancelled);
   });
 
   it('refuses to cancel a finished job with 409 and an unknown one with 404', async () => {
-    const { job_id } = await jobs.submit({ prompt: 'quick' });
+    const { job_id } = await jobs.submit({ prompt: 'quick' }, SOLE_CALLER);
     (await runs.run('quick')).finish({ kind: 'completed', envelope: envelope('x'), rawOutput: '' });
     await until(async () => (await status(job_id)) === 'completed', 'completed');
-    await assert.rejects(jobs.cancel(job_id), (error: unknown) => error instanceof BerthError && error.code === 'BERTH_ERR_JOB_FINISHED' && error.status === 409);
-    await assert.rejects(jobs.cancel('job-nope'), (error: unknown) => error instanceof BerthError && error.status === 404);
-    await assert.rejects(jobs.get('job-nope'), (error: unknown) => error instanceof BerthError && error.code === 'BERTH_ERR_JOB_NOT_FOUND');
+    await assert.rejects(jobs.cancel(job_id, SOLE_CALLER), (error: unknown) => error instanceof BerthError && error.code === 'BERTH_ERR_JOB_FINISHED' && error.status === 409);
+    await assert.rejects(jobs.cancel('job-nope', SOLE_CALLER), (error: unknown) => error instanceof BerthError && error.status === 404);
+    await assert.rejects(jobs.get('job-nope', SOLE_CALLER), (error: unknown) => error instanceof BerthError && error.code === 'BERTH_ERR_JOB_NOT_FOUND');
   });
 
   it('sends the job.finished webhook once a job with webhook_url finishes, stamped with finished_at', async () => {
-    const { job_id, session_id } = await jobs.submit({ prompt: 'hooked', webhook_url: 'https://receiver.example/hook' });
+    const { job_id, session_id } = await jobs.submit({ prompt: 'hooked', webhook_url: 'https://receiver.example/hook' }, SOLE_CALLER);
     (await runs.run('hooked')).finish({ kind: 'completed', envelope: envelope('done'), rawOutput: '' });
     await until(async () => (await store.get(job_id))?.webhookState === 'delivered', 'delivery recorded');
     assert.equal(webhooks.deliveries.length, 1);
@@ -264,9 +265,9 @@ describe('JobService', () => {
   });
 
   it('sends the webhook of a cancelled job too', async () => {
-    const { job_id } = await jobs.submit({ prompt: 'cancel me', webhook_url: 'https://receiver.example/hook' });
+    const { job_id } = await jobs.submit({ prompt: 'cancel me', webhook_url: 'https://receiver.example/hook' }, SOLE_CALLER);
     await runs.run('cancel me');
-    await jobs.cancel(job_id);
+    await jobs.cancel(job_id, SOLE_CALLER);
     await until(async () => webhooks.deliveries.length === 1, 'delivery');
     const body = JSON.parse(webhooks.deliveries[0]!.body);
     assert.equal(body.status, 'cancelled');
@@ -275,13 +276,13 @@ describe('JobService', () => {
 
   it('records a webhook that could not be delivered as failed', async () => {
     webhooks.result = { outcome: 'failed', attempts: 6, reason: 'answered HTTP 503' };
-    const { job_id } = await jobs.submit({ prompt: 'hooked', webhook_url: 'https://receiver.example/hook' });
+    const { job_id } = await jobs.submit({ prompt: 'hooked', webhook_url: 'https://receiver.example/hook' }, SOLE_CALLER);
     (await runs.run('hooked')).finish({ kind: 'completed', envelope: envelope('done'), rawOutput: '' });
     await until(async () => (await store.get(job_id))?.webhookState === 'failed', 'failure recorded');
   });
 
   it('reports job counts by status to the observer', async () => {
-    const { job_id } = await jobs.submit({ prompt: 'counted' });
+    const { job_id } = await jobs.submit({ prompt: 'counted' }, SOLE_CALLER);
     await runs.run('counted');
     await until(async () => counts?.running === 1, 'running counted');
     runs.started[0]!.finish({ kind: 'completed', envelope: envelope('x'), rawOutput: '' });
@@ -290,16 +291,16 @@ describe('JobService', () => {
   });
 
   it('at close, marks queued jobs crashed and records running ones as stopped by the service', async () => {
-    const running = await jobs.submit({ prompt: 'running' });
-    const queued = await jobs.submit({ prompt: 'queued' });
+    const running = await jobs.submit({ prompt: 'running' }, SOLE_CALLER);
+    const queued = await jobs.submit({ prompt: 'queued' }, SOLE_CALLER);
     await runs.run('running');
     await jobs.close();
-    const runningJob = await jobs.get(running.job_id);
+    const runningJob = await jobs.get(running.job_id, SOLE_CALLER);
     assert.equal(runningJob.status, 'crashed');
     assert.equal(runningJob.crash_info?.reason, 'service_stop');
     assert.equal(runningJob.crash_info?.partial_output, 'partial');
     assert.equal(runningJob.error, JOB_MESSAGES.stoppedWhileRunning);
-    const queuedJob = await jobs.get(queued.job_id);
+    const queuedJob = await jobs.get(queued.job_id, SOLE_CALLER);
     assert.equal(queuedJob.status, 'crashed');
     assert.equal(queuedJob.error, JOB_MESSAGES.stoppedWhilePending);
     assert.ok(runs.released.includes(queued.session_id));
@@ -310,14 +311,14 @@ describe('JobService', () => {
     const shutdown = new AbortController();
     jobs = create({ shutdownSignal: shutdown.signal });
     await jobs.start();
-    await jobs.submit({ prompt: 'first' });
-    const second = await jobs.submit({ prompt: 'second' });
+    await jobs.submit({ prompt: 'first' }, SOLE_CALLER);
+    const second = await jobs.submit({ prompt: 'second' }, SOLE_CALLER);
     const first = await runs.run('first');
     shutdown.abort();
     first.finish({ kind: 'completed', envelope: envelope('x'), rawOutput: '' });
     await settle();
     assert.deepEqual(runs.started.map((r) => r.prompt), ['first']);
-    await assert.rejects(jobs.submit({ prompt: 'late' }), (error: unknown) => error instanceof BerthError && error.status === 503);
+    await assert.rejects(jobs.submit({ prompt: 'late' }, SOLE_CALLER), (error: unknown) => error instanceof BerthError && error.status === 503);
     await jobs.close();
     assert.equal(await status(second.job_id), 'crashed');
   });
@@ -325,16 +326,16 @@ describe('JobService', () => {
   it('at start, marks jobs left running or pending by a previous process crashed and sends their webhooks', async () => {
     await jobs.close();
     const at = '2030-01-01T00:00:00.000Z';
-    await store.insert({ id: 'job-was-running', sessionId: 's1', runId: 'run-1', webhookUrl: 'http://127.0.0.1:9/hook', request: { prompt: 'x' }, createdAt: at });
+    await store.insert({ id: 'job-was-running', sessionId: 's1', runId: 'run-1', webhookUrl: 'http://127.0.0.1:9/hook', request: { prompt: 'x' }, owner: '', createdAt: at });
     await store.transition('job-was-running', ['pending'], { status: 'running' }, at);
-    await store.insert({ id: 'job-was-pending', sessionId: 's2', runId: 'run-2', webhookUrl: null, request: { prompt: 'y' }, createdAt: at });
+    await store.insert({ id: 'job-was-pending', sessionId: 's2', runId: 'run-2', webhookUrl: null, request: { prompt: 'y' }, owner: '', createdAt: at });
     jobs = create({ retentionMs: 100 * 365 * 86_400_000 });
     await jobs.start();
-    const wasRunning = await jobs.get('job-was-running');
+    const wasRunning = await jobs.get('job-was-running', SOLE_CALLER);
     assert.equal(wasRunning.status, 'crashed');
     assert.deepEqual(wasRunning.crash_info, { exit_code: -1, signal: '', partial_output: '', task_completed: false, reason: 'service_restart' });
     assert.equal(wasRunning.error, JOB_MESSAGES.restartedWhileRunning);
-    const wasPending = await jobs.get('job-was-pending');
+    const wasPending = await jobs.get('job-was-pending', SOLE_CALLER);
     assert.equal(wasPending.status, 'crashed');
     assert.equal(wasPending.error, JOB_MESSAGES.restartedWhilePending);
     await until(async () => webhooks.deliveries.length === 1, 'the owed webhook');
@@ -344,7 +345,7 @@ describe('JobService', () => {
   it('at start, sends again a webhook whose delivery a stop interrupted', async () => {
     await jobs.close();
     const at = '2030-01-01T00:00:00.000Z';
-    await store.insert({ id: 'job-owed', sessionId: 's1', runId: 'run-1', webhookUrl: 'http://127.0.0.1:9/hook', request: { prompt: 'x' }, createdAt: at });
+    await store.insert({ id: 'job-owed', sessionId: 's1', runId: 'run-1', webhookUrl: 'http://127.0.0.1:9/hook', request: { prompt: 'x' }, owner: '', createdAt: at });
     await store.transition('job-owed', ['pending'], { status: 'completed', output: 'ok' }, at);
     jobs = create({ retentionMs: 100 * 365 * 86_400_000 });
     await jobs.start();
@@ -356,7 +357,7 @@ describe('JobService', () => {
     await jobs.close();
     const old = new Date(Date.now() - 2 * 3_600_000).toISOString();
     for (const id of ['job-old-done', 'job-old-pending', 'job-new-done']) {
-      await store.insert({ id, sessionId: 's', runId: 'r', webhookUrl: null, request: { prompt: 'x' }, createdAt: old });
+      await store.insert({ id, sessionId: 's', runId: 'r', webhookUrl: null, request: { prompt: 'x' }, owner: '', createdAt: old });
     }
     await store.transition('job-old-done', ['pending'], { status: 'completed' }, old);
     await store.transition('job-new-done', ['pending'], { status: 'completed' }, new Date().toISOString());
@@ -368,12 +369,12 @@ describe('JobService', () => {
   });
 
   it('lists newest first with a status filter, clamping the limit', async () => {
-    const a = await jobs.submit({ prompt: 'a' });
-    const b = await jobs.submit({ prompt: 'b' });
-    await jobs.cancel(b.job_id);
-    assert.deepEqual((await jobs.list()).map((j) => j.id), [b.job_id, a.job_id]);
-    assert.deepEqual((await jobs.list({ status: 'cancelled' })).map((j) => j.id), [b.job_id]);
-    assert.deepEqual((await jobs.list({ limit: 1, offset: 1 })).map((j) => j.id), [a.job_id]);
-    assert.deepEqual(Object.keys((await jobs.list())[0]!).sort(), ['created_at', 'id', 'status']);
+    const a = await jobs.submit({ prompt: 'a' }, SOLE_CALLER);
+    const b = await jobs.submit({ prompt: 'b' }, SOLE_CALLER);
+    await jobs.cancel(b.job_id, SOLE_CALLER);
+    assert.deepEqual((await jobs.list({}, SOLE_CALLER)).map((j) => j.id), [b.job_id, a.job_id]);
+    assert.deepEqual((await jobs.list({ status: 'cancelled' }, SOLE_CALLER)).map((j) => j.id), [b.job_id]);
+    assert.deepEqual((await jobs.list({ limit: 1, offset: 1 }, SOLE_CALLER)).map((j) => j.id), [a.job_id]);
+    assert.deepEqual(Object.keys((await jobs.list({}, SOLE_CALLER))[0]!).sort(), ['created_at', 'id', 'status']);
   });
 });

@@ -28,6 +28,7 @@ function newJob(n: number, extra: Partial<NewJob> = {}): NewJob {
     runId: `run-${n}`,
     webhookUrl: null,
     request: { prompt: `prompt ${n}` },
+    owner: 'client-a',
     createdAt: T0,
     ...extra,
   };
@@ -51,7 +52,7 @@ for (const backend of backends) {
       assert.deepEqual(read, {
         id: 'job-1', status: 'pending', output: '', structuredOutput: undefined, sessionId: newJob(1).sessionId, runId: 'run-1',
         crashInfo: null, error: null, webhookUrl: 'https://example.com/hook', webhookState: null,
-        request: { prompt: 'p', engine: { model: 'haiku' } }, createdAt: T0, updatedAt: T0, finishedAt: null,
+        request: { prompt: 'p', engine: { model: 'haiku' } }, owner: 'client-a', createdAt: T0, updatedAt: T0, finishedAt: null,
       });
     });
 
@@ -120,17 +121,24 @@ for (const backend of backends) {
       assert.equal((await store.get('job-1'))?.webhookState, 'delivered');
     });
 
+    it('lists only the owner\'s jobs', async () => {
+      await store.insert(newJob(1, { createdAt: T0 }));
+      await store.insert(newJob(2, { createdAt: T0, owner: 'client-b' }));
+      assert.deepEqual((await store.list({ owner: 'client-b', limit: 50, offset: 0 })).map((job) => job.id), ['job-2']);
+      assert.equal((await store.get('job-2'))?.owner, 'client-b');
+    });
+
     it('lists newest first, filtered by status, paged by limit and offset', async () => {
       for (let n = 1; n <= 5; n += 1) await store.insert(newJob(n, { createdAt: T0 }));
       await store.transition('job-2', ['pending'], { status: 'cancelled' }, T1);
       await store.transition('job-4', ['pending'], { status: 'cancelled' }, T1);
-      assert.deepEqual((await store.list({ limit: 50, offset: 0 })).map((job) => job.id), ['job-5', 'job-4', 'job-3', 'job-2', 'job-1']);
-      assert.deepEqual((await store.list({ limit: 2, offset: 1 })).map((job) => job.id), ['job-4', 'job-3']);
-      assert.deepEqual(await store.list({ status: 'cancelled', limit: 50, offset: 0 }), [
+      assert.deepEqual((await store.list({ owner: 'client-a', limit: 50, offset: 0 })).map((job) => job.id), ['job-5', 'job-4', 'job-3', 'job-2', 'job-1']);
+      assert.deepEqual((await store.list({ owner: 'client-a', limit: 2, offset: 1 })).map((job) => job.id), ['job-4', 'job-3']);
+      assert.deepEqual(await store.list({ owner: 'client-a', status: 'cancelled', limit: 50, offset: 0 }), [
         { id: 'job-4', status: 'cancelled', createdAt: T0 },
         { id: 'job-2', status: 'cancelled', createdAt: T0 },
       ]);
-      assert.deepEqual(await store.list({ limit: 50, offset: 10 }), []);
+      assert.deepEqual(await store.list({ owner: 'client-a', limit: 50, offset: 10 }), []);
     });
 
     it('returns the jobs of one status oldest first', async () => {
@@ -152,7 +160,7 @@ for (const backend of backends) {
       await store.transition('job-2', ['pending'], { status: 'crashed' }, T2);
       await store.transition('job-3', ['pending'], { status: 'running' }, T0);
       assert.equal(await store.deleteFinishedBefore(T1), 1);
-      assert.deepEqual((await store.list({ limit: 50, offset: 0 })).map((job) => job.id), ['job-4', 'job-3', 'job-2']);
+      assert.deepEqual((await store.list({ owner: 'client-a', limit: 50, offset: 0 })).map((job) => job.id), ['job-4', 'job-3', 'job-2']);
     });
   });
 }

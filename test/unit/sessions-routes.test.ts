@@ -56,7 +56,7 @@ describe('GET /sessions/:id/messages', () => {
   it('answers messages with ids, the total and the page applied', async () => {
     const { status, body } = await get(`/sessions/${ID}/messages?limit=1&offset=1`);
     assert.equal(status, 200);
-    assert.deepEqual(body, { messages: [{ id: '20000000-0000-4000-8000-000000000000', role: 'assistant', content: 'hi' }], total: 2, limit: 1, offset: 1 });
+    assert.deepEqual(body, { messages: [{ id: '20000000-0000-4000-8000-000000000000', role: 'assistant', content: 'hi' }], total: 2, limit: 1, offset: 1, has_more: false });
   });
 
   it('clamps a limit above the maximum', async () => {
@@ -71,11 +71,14 @@ describe('GET /sessions/:id/messages', () => {
     });
   }
 
-  it('refuses a session id that is not a UUID with 400, without touching files', async () => {
+  it('answers 404 for a session id that is not a UUID, without touching files', async () => {
     const before = readdirSync(root, { recursive: true });
-    const { status, body } = await get('/sessions/..%2F..%2Fetc/messages');
-    assert.equal(status, 400);
-    assert.match(body.error, /not a UUID/);
+    for (const id of ['..%2F..%2Fetc', 'sess-example123']) {
+      const { status, body } = await get(`/sessions/${id}/messages`);
+      assert.equal(status, 404);
+      assert.equal(body.status, 'error');
+      assert.match(body.error, /^session .* not found$/);
+    }
     assert.deepEqual(readdirSync(root, { recursive: true }), before);
   });
 
@@ -98,9 +101,12 @@ describe('GET /sessions/:id/messages/:message_id', () => {
 });
 
 describe('DELETE /sessions/:id', () => {
-  it('refuses a session id that is not a UUID with 400', async () => {
-    const response = await app.inject({ method: 'DELETE', url: '/sessions/..%2F..%2Fetc' });
-    assert.equal(response.statusCode, 400);
+  it('answers 404 for a session id that is not a UUID', async () => {
+    for (const id of ['..%2F..%2Fetc', 'sess-example123']) {
+      const response = await app.inject({ method: 'DELETE', url: `/sessions/${id}` });
+      assert.equal(response.statusCode, 404);
+      assert.equal(response.json().status, 'error');
+    }
   });
 
   it('deletes, then answers 404', async () => {

@@ -1,5 +1,6 @@
 // The session store and service on a temporary directory, with transcripts written the way the engine
 // writes them: ids checked before any path is built, busy locks, listing, paging, deletion.
+import { SOLE_CALLER } from '../../src/core/auth/caller.js';
 import assert from 'node:assert/strict';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -77,18 +78,19 @@ describe('session ids', () => {
     it(`refuses ${JSON.stringify(id)} with 400 before touching any file`, async () => {
       writeSession(A, conversation(1));
       const before = tree(root);
-      await assert.rejects(service.messages(id), status(400, /is not a UUID/));
-      await assert.rejects(service.message(id, 'x'), status(400));
-      await assert.rejects(service.delete(id), status(400));
-      await assert.rejects(store.prepare({ kind: 'resume', sessionId: id }, '/workspace'), status(400));
-      await assert.rejects(store.prepare({ kind: 'fork', fromSessionId: id }, '/workspace'), status(400));
+      // On the paths, an id that is not a UUID names no session: 404, like any unknown id.
+      await assert.rejects(service.messages(id, {}, SOLE_CALLER), status(404));
+      await assert.rejects(service.message(id, 'x', SOLE_CALLER), status(404));
+      await assert.rejects(service.delete(id, SOLE_CALLER), status(404));
+      await assert.rejects(store.prepare({ kind: 'resume', sessionId: id }, '/workspace', { owner: '' }), status(400));
+      await assert.rejects(store.prepare({ kind: 'fork', fromSessionId: id }, '/workspace', { owner: '' }), status(400));
       assert.deepEqual(tree(root), before);
     });
   }
 
   it('accepts upper-case UUIDs as the same session', async () => {
     writeSession(A, conversation(1));
-    assert.equal((await service.messages(A.toUpperCase())).total, 2);
+    assert.equal((await service.messages(A.toUpperCase(), {}, SOLE_CALLER)).total, 2);
   });
 });
 
@@ -97,7 +99,7 @@ describe('listing', () => {
     writeSession(A, [{ type: 'custom-title', customTitle: 'older' }, ...conversation(1)], { mtime: 1_000 });
     writeSession(B, conversation(1), { mtime: 3_000 });
     writeSession(C, [...conversation(1), { type: 'custom-title', customTitle: 'middle' }], { mtime: 2_000 });
-    assert.deepEqual(await service.list(), [
+    assert.deepEqual(await service.list(SOLE_CALLER), [
       { id: B, title: '' },
       { id: C, title: 'middle' },
       { id: A, title: 'older' },
@@ -106,9 +108,9 @@ describe('listing', () => {
 
   it('reads a changed title again', async () => {
     const file = writeSession(A, [{ type: 'custom-title', customTitle: 'one' }], { mtime: 1_000 });
-    assert.equal((await service.list())[0]?.title, 'one');
+    assert.equal((await service.list(SOLE_CALLER))[0]?.title, 'one');
     writeFileSync(file, JSON.stringify({ type: 'custom-title', customTitle: 'two' }) + '\n');
-    assert.equal((await service.list())[0]?.title, 'two');
+    assert.equal((await service.list(SOLE_CALLER))[0]?.title, 'two');
   });
 
   it('leaves out persistent agents\' sessions, ephemeral runs and stray entries', async () => {
@@ -117,15 +119,15 @@ describe('listing', () => {
     await store.hide(B);
     mkdirSync(join(store.dir, 'not-a-session'));
     writeFileSync(join(store.dir, C), 'a file, not a directory');
-    const ephemeral = await store.prepare({ kind: 'ephemeral' }, '/workspace');
-    assert.deepEqual((await service.list()).map((s) => s.id), [A]);
+    const ephemeral = await store.prepare({ kind: 'ephemeral' }, '/workspace', { owner: '' });
+    assert.deepEqual((await service.list(SOLE_CALLER)).map((s) => s.id), [A]);
     await ephemeral.release();
   });
 
   it('serves no transcript of a persistent agent\'s session', async () => {
     writeSession(A, conversation(1));
     await store.hide(A);
-    await assert.rejects(service.messages(A), status(404));
+    await assert.rejects(service.messages(A, {}, SOLE_CALLER), status(404));
   });
 });
 
@@ -134,7 +136,7 @@ describe('messages', () => {
     writeSession(A, conversation(12));
     const seen: string[] = [];
     for (let offset = 0; ; offset += 5) {
-      const page = await service.messages(A, { limit: 5, offset });
+      const page = await service.messages(A, { limit: 5, offset }, SOLE_CALLER);
       assert.equal(page.total, 24);
       if (page.messages.length === 0) break;
       seen.push(...page.messages.map((m) => m.content));
@@ -146,77 +148,77 @@ describe('messages', () => {
 
   it('defaults to 50 from the start, clamped to the maximum page size', async () => {
     writeSession(A, conversation(12));
-    const page = await service.messages(A);
+    const page = await service.messages(A, {}, SOLE_CALLER);
     assert.equal(page.messages.length, 10);
     assert.equal(page.limit, 10);
     assert.equal(page.offset, 0);
-    assert.equal((await service.messages(A, { limit: 1000 })).messages.length, 10);
+    assert.equal((await service.messages(A, { limit: 1000 }, SOLE_CALLER)).messages.length, 10);
   });
 
   it('answers an empty page past the end, with the total', async () => {
     writeSession(A, conversation(2));
-    assert.deepEqual(await service.messages(A, { offset: 10 }), { messages: [], total: 4, limit: 10, offset: 10 });
+    assert.deepEqual(await service.messages(A, { offset: 10 }, SOLE_CALLER), { messages: [], total: 4, limit: 10, offset: 10, has_more: false });
   });
 
   it('refuses a negative or fractional limit or offset with 400', async () => {
     writeSession(A, conversation(1));
-    await assert.rejects(service.messages(A, { limit: -1 }), status(400));
-    await assert.rejects(service.messages(A, { offset: -1 }), status(400));
-    await assert.rejects(service.messages(A, { limit: 1.5 }), status(400));
+    await assert.rejects(service.messages(A, { limit: -1 }, SOLE_CALLER), status(400));
+    await assert.rejects(service.messages(A, { offset: -1 }, SOLE_CALLER), status(400));
+    await assert.rejects(service.messages(A, { limit: 1.5 }, SOLE_CALLER), status(400));
   });
 
   it('reads the real engine transcript', async () => {
     mkdirSync(join(store.dir, A, 'projects', '-workspace'), { recursive: true });
     copyFileSync(SAMPLE, join(store.dir, A, 'projects', '-workspace', `${A}.jsonl`));
-    const page = await service.messages(A);
+    const page = await service.messages(A, {}, SOLE_CALLER);
     assert.equal(page.total, 4);
     assert.equal(page.messages[2]?.content, '[tool result] hello-from-bash');
   });
 
   it('finds one message by id', async () => {
     writeSession(A, conversation(2));
-    const all = (await service.messages(A)).messages;
-    assert.deepEqual(await service.message(A, all[3]!.id), all[3]);
+    const all = (await service.messages(A, {}, SOLE_CALLER)).messages;
+    assert.deepEqual(await service.message(A, all[3]!.id, SOLE_CALLER), all[3]);
   });
 
   it('answers 404 for an unknown message or session', async () => {
     writeSession(A, conversation(1));
-    await assert.rejects(service.message(A, 'ffffffff-0000-4000-8000-000000000000'), status(404, /message .* not found/));
-    await assert.rejects(service.messages(B), status(404, /session .* not found/));
-    await assert.rejects(service.message(B, 'x'), status(404));
+    await assert.rejects(service.message(A, 'ffffffff-0000-4000-8000-000000000000', SOLE_CALLER), status(404, /message .* not found/));
+    await assert.rejects(service.messages(B, {}, SOLE_CALLER), status(404, /session .* not found/));
+    await assert.rejects(service.message(B, 'x', SOLE_CALLER), status(404));
   });
 
   it('of a session whose run has not written a transcript yet: none', async () => {
     mkdirSync(join(store.dir, A));
-    assert.deepEqual(await service.messages(A), { messages: [], total: 0, limit: 10, offset: 0 });
+    assert.deepEqual(await service.messages(A, {}, SOLE_CALLER), { messages: [], total: 0, limit: 10, offset: 0, has_more: false });
   });
 });
 
 describe('deleting', () => {
   it('removes the directory and answers with the id', async () => {
     writeSession(A, conversation(1));
-    assert.deepEqual(await service.delete(A), { success: true, session_id: A });
+    assert.deepEqual(await service.delete(A, SOLE_CALLER), { success: true, session_id: A });
     assert.equal(existsSync(join(store.dir, A)), false);
-    await assert.rejects(service.messages(A), status(404));
+    await assert.rejects(service.messages(A, {}, SOLE_CALLER), status(404));
   });
 
   it('answers 404 for an unknown session', async () => {
-    await assert.rejects(service.delete(A), status(404));
+    await assert.rejects(service.delete(A, SOLE_CALLER), status(404));
   });
 
   it('is refused with 409 while a run holds the session', async () => {
     writeSession(A, conversation(1));
-    const run = await store.prepare({ kind: 'resume', sessionId: A }, '/workspace');
-    await assert.rejects(service.delete(A), status(409));
+    const run = await store.prepare({ kind: 'resume', sessionId: A }, '/workspace', { owner: '' });
+    await assert.rejects(service.delete(A, SOLE_CALLER), status(409));
     await run.release();
-    await service.delete(A);
+    await service.delete(A, SOLE_CALLER);
   });
 
   it('calls the teardown before removing', async () => {
     writeSession(A, conversation(1));
     const torn: string[] = [];
     const withTeardown = new SessionService({ store, maxPageSize: 10, teardown: async (id) => void torn.push(id) });
-    await withTeardown.delete(A);
+    await withTeardown.delete(A, SOLE_CALLER);
     assert.deepEqual(torn, [A]);
   });
 });
@@ -224,20 +226,20 @@ describe('deleting', () => {
 describe('runs taking sessions', () => {
   it('refuses a second run on a busy session with 409 until the first releases it', async () => {
     writeSession(A, conversation(1));
-    const first = await store.prepare({ kind: 'resume', sessionId: A }, '/workspace');
-    await assert.rejects(store.prepare({ kind: 'resume', sessionId: A }, '/workspace'), status(409));
+    const first = await store.prepare({ kind: 'resume', sessionId: A }, '/workspace', { owner: '' });
+    await assert.rejects(store.prepare({ kind: 'resume', sessionId: A }, '/workspace', { owner: '' }), status(409));
     await first.release();
-    await (await store.prepare({ kind: 'resume', sessionId: A }, '/workspace')).release();
+    await (await store.prepare({ kind: 'resume', sessionId: A }, '/workspace', { owner: '' })).release();
   });
 
   it('answers 404 for resuming or forking a session that does not exist', async () => {
-    await assert.rejects(store.prepare({ kind: 'resume', sessionId: A }, '/workspace'), status(404));
-    await assert.rejects(store.prepare({ kind: 'fork', fromSessionId: A }, '/workspace'), status(404));
+    await assert.rejects(store.prepare({ kind: 'resume', sessionId: A }, '/workspace', { owner: '' }), status(404));
+    await assert.rejects(store.prepare({ kind: 'fork', fromSessionId: A }, '/workspace', { owner: '' }), status(404));
     assert.equal(store.isBusy(A), false);
   });
 
   it('mounts a fresh directory of the run\'s own, never the session\'s directory', async () => {
-    const run = await store.prepare({ kind: 'new' }, '/workspace', A);
+    const run = await store.prepare({ kind: 'new' }, '/workspace', { owner: '', presetId: A });
     assert.notEqual(run.mountPath, `/host/sessions/${A}`);
     assert.deepEqual(readdirSync(runDir(run)), []);
     assert.deepEqual(run.engineSession, { kind: 'new', sessionId: A });
@@ -246,16 +248,16 @@ describe('runs taking sessions', () => {
   });
 
   it('carries only the transcript between runs: nothing a run plants there reaches the next one', async () => {
-    const first = await store.prepare({ kind: 'new' }, '/workspace', A);
+    const first = await store.prepare({ kind: 'new' }, '/workspace', { owner: '', presetId: A });
     writeRunTranscript(first, A, conversation(1));
     writeFileSync(join(runDir(first), 'settings.json'), JSON.stringify({ hooks: { SessionStart: [{ hooks: [{ type: 'command', command: 'touch /pwned' }] }] }, env: { PLANTED: '1' } }));
     writeFileSync(join(runDir(first), '.claude.json'), JSON.stringify({ mcpServers: { evil: { command: '/bin/sh' } } }));
     mkdirSync(join(runDir(first), 'projects', '-workspace', 'hooks'));
     await first.release();
-    const second = await store.prepare({ kind: 'resume', sessionId: A }, '/workspace');
+    const second = await store.prepare({ kind: 'resume', sessionId: A }, '/workspace', { owner: '' });
     assert.deepEqual(readdirSync(runDir(second), { recursive: true }).map(String).sort(), ['projects', 'projects/-workspace', `projects/-workspace/${A}.jsonl`]);
     await second.release();
-    assert.equal((await service.messages(A)).total, 2);
+    assert.equal((await service.messages(A, {}, SOLE_CALLER)).total, 2);
   });
 
   it('does not carry back a transcript left as a link, a FIFO or over the size limit', async () => {
@@ -267,50 +269,50 @@ describe('runs taking sessions', () => {
       (file: string) => execFileSync('mkfifo', [file]),
       (file: string) => writeFileSync(file, 'x'.repeat(2 * 1024 * 1024)),
     ]) {
-      const run = await store.prepare({ kind: 'resume', sessionId: A }, '/workspace');
+      const run = await store.prepare({ kind: 'resume', sessionId: A }, '/workspace', { owner: '' });
       const file = join(runDir(run), 'projects', '-workspace', `${A}.jsonl`);
       rmSync(file);
       plant(file);
       await run.release();
-      assert.deepEqual((await service.messages(A)).messages.map((m) => m.content), ['prompt 0', 'answer 0'], 'the session keeps its own transcript');
+      assert.deepEqual((await service.messages(A, {}, SOLE_CALLER)).messages.map((m) => m.content), ['prompt 0', 'answer 0'], 'the session keeps its own transcript');
     }
   });
 
   it('removes a new session again when its run wrote no transcript', async () => {
-    const run = await store.prepare({ kind: 'new' }, '/workspace', A);
+    const run = await store.prepare({ kind: 'new' }, '/workspace', { owner: '', presetId: A });
     assert.ok(existsSync(join(store.dir, A)));
     await run.release();
     assert.equal(existsSync(join(store.dir, A)), false);
   });
 
   it('keeps a new session whose run wrote a transcript', async () => {
-    const run = await store.prepare({ kind: 'new' }, '/workspace', A);
+    const run = await store.prepare({ kind: 'new' }, '/workspace', { owner: '', presetId: A });
     writeRunTranscript(run, A, conversation(1));
     await run.release();
-    assert.equal((await service.messages(A)).total, 2);
+    assert.equal((await service.messages(A, {}, SOLE_CALLER)).total, 2);
   });
 
   it('forks into a copy, leaving the original untouched and dropping its transcript from the copy', async () => {
     writeSession(A, [{ type: 'custom-title', customTitle: 't' }, ...conversation(1)]);
     const before = tree(join(store.dir, A));
-    const run = await store.prepare({ kind: 'fork', fromSessionId: A }, '/workspace', B);
+    const run = await store.prepare({ kind: 'fork', fromSessionId: A }, '/workspace', { owner: '', presetId: B });
     assert.deepEqual(run.engineSession, { kind: 'fork', fromSessionId: A, sessionId: B });
     assert.ok(existsSync(join(runDir(run), 'projects', '-workspace', `${A}.jsonl`)), 'the engine needs the original to fork from');
     writeRunTranscript(run, B, conversation(2)); // what the engine writes for the fork
     await run.release();
     assert.deepEqual(tree(join(store.dir, A)), before);
     assert.equal(existsSync(join(store.dir, B, 'projects', '-workspace', `${A}.jsonl`)), false);
-    assert.equal((await service.messages(B)).total, 4);
+    assert.equal((await service.messages(B, {}, SOLE_CALLER)).total, 4);
   });
 
   it('continues the session of the workdir written last, or starts a new one', async () => {
     writeSession(A, conversation(1), { workdir: '/work/one', mtime: 1_000 });
     writeSession(B, conversation(1), { workdir: '/work/one', mtime: 2_000 });
     writeSession(C, conversation(1), { workdir: '/work/two', mtime: 3_000 });
-    const run = await store.prepare({ kind: 'continue' }, '/work/one');
+    const run = await store.prepare({ kind: 'continue' }, '/work/one', { owner: '' });
     assert.deepEqual(run.engineSession, { kind: 'resume', sessionId: B });
     await run.release();
-    const fresh = await store.prepare({ kind: 'continue' }, '/work/three');
+    const fresh = await store.prepare({ kind: 'continue' }, '/work/three', { owner: '' });
     assert.equal(fresh.engineSession.kind, 'new');
     await fresh.release();
   });
@@ -318,13 +320,13 @@ describe('runs taking sessions', () => {
   it('does not continue a persistent agent\'s session', async () => {
     writeSession(A, conversation(1), { workdir: '/work/one' });
     await store.hide(A);
-    const run = await store.prepare({ kind: 'continue' }, '/work/one');
+    const run = await store.prepare({ kind: 'continue' }, '/work/one', { owner: '' });
     assert.equal(run.engineSession.kind, 'new');
     await run.release();
   });
 
   it('leaves nothing behind for an ephemeral run', async () => {
-    const run = await store.prepare({ kind: 'ephemeral' }, '/workspace');
+    const run = await store.prepare({ kind: 'ephemeral' }, '/workspace', { owner: '' });
     assert.equal(run.persistent, false);
     writeFileSync(join(runDir(run), '.claude.json'), '{}');
     writeRunTranscript(run, run.sessionId, conversation(1));
@@ -336,9 +338,9 @@ describe('runs taking sessions', () => {
   it('does not copy the hidden marker into a fork', async () => {
     writeSession(A, conversation(1));
     writeFileSync(join(store.dir, A, HIDDEN_MARKER), '');
-    const run = await store.prepare({ kind: 'fork', fromSessionId: A }, '/workspace', B);
+    const run = await store.prepare({ kind: 'fork', fromSessionId: A }, '/workspace', { owner: '', presetId: B });
     writeRunTranscript(run, B, conversation(1));
     await run.release();
-    assert.deepEqual((await service.list()).map((s) => s.id), [B]);
+    assert.deepEqual((await service.list(SOLE_CALLER)).map((s) => s.id), [B]);
   });
 });

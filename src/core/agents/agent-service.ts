@@ -1,6 +1,7 @@
 // The persistent agents use case and the process-local registry: spawn (validated like a run, then one
 // container per agent), send, subscribe, list, delete, the idle watchdog, and stopping every agent at
 // shutdown. Exited agents stay in the registry for a retention period so their exit_error can be read.
+import type { Caller } from '../auth/caller.js';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { BerthError, errors } from '../../errors.js';
@@ -24,7 +25,7 @@ export interface AgentSpawnRequest {
 
 export interface AgentServiceDependencies {
   /** Validation, image check and session taking, shared with runs. */
-  readonly runs: { accept(request: RunRequest): Promise<AcceptedRun> };
+  readonly runs: { accept(request: RunRequest, options: { readonly caller: Caller }): Promise<AcceptedRun> };
   readonly sessions: { hide(sessionId: string): Promise<void> };
   readonly container: AgentContainerDependencies;
   readonly defaultIdleTimeoutSeconds: number;
@@ -42,6 +43,8 @@ interface Entry {
   readonly container: AgentContainer;
   /** Resolves when the engine has exited and its container is removed. */
   readonly ended: Promise<void>;
+  /** The caller that spawned it (core/auth/caller.ts). */
+  readonly owner: string;
   stopping?: Promise<void>;
 }
 
@@ -70,17 +73,20 @@ export class AgentService {
     this.reportStatuses();
   }
 
-  async spawn(request: AgentSpawnRequest): Promise<AgentSnapshot> {
+  async spawn(request: AgentSpawnRequest, caller: Caller): Promise<AgentSnapshot> {
     if (this.closed) throw errors.agentSpawnFailed('the service is shutting down');
     const idleTimeoutSeconds = this.idleTimeoutOf(request.idle_timeout_seconds);
     if (request.prompt !== undefined && request.prompt.trim() === '') {
       throw errors.invalid('prompt: must not be empty when given; omit it to start the agent without a first turn');
     }
-    const accepted = await this.deps.runs.accept({
-      prompt: request.prompt ?? NO_FIRST_PROMPT,
-      ...(request.workdir !== undefined ? { workdir: request.workdir } : {}),
-      ...(request.engine !== undefined ? { engine: request.engine } : {}),
-    });
+    const accepted = await this.deps.runs.accept(
+      {
+        prompt: request.prompt ?? NO_FIRST_PROMPT,
+        ...(request.workdir !== undefined ? { workdir: request.workdir } : {}),
+        ...(request.engine !== undefined ? { engine: request.engine } : {}),
+      },
+      { caller },
+    );
     const { session } = accepted;
     const agentId = `agent-${randomUUID()}`;
     let container: AgentContainer;
@@ -107,7 +113,7 @@ export class AgentService {
       onStatus: () => this.reportStatuses(),
     });
     const ended = container.monitor(agent);
-    this.entries.set(agentId, { agent, container, ended });
+    this.entries.set(agentId, { agent, container, ended, owner: caller.owner });
     this.reportStatuses();
     if (disabled) {
       this.deps.log.warn({ agentId }, 'agent spawned with disable_idle_timeout: it runs until DELETE /agents/:id or service shutdown');
@@ -121,27 +127,29 @@ export class AgentService {
     return agent.snapshot();
   }
 
-  list(): AgentSnapshot[] {
-    return [...this.entries.values()].map((entry) => entry.agent.snapshot()).sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
+  list(caller: Caller): AgentSnapshot[] {
+    return [...this.entries.values()]
+      .filter((entry) => entry.owner === caller.owner)
+      .map((entry) => entry.agent.snapshot()).sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
   }
 
-  get(id: string): AgentSnapshot {
-    return this.entry(id).agent.snapshot();
+  get(id: string, caller: Caller): AgentSnapshot {
+    return this.entry(id, caller).agent.snapshot();
   }
 
-  send(id: string, prompt: string): { turn_id: string } {
-    const { agent } = this.entry(id);
+  send(id: string, prompt: string, caller: Caller): { turn_id: string } {
+    const { agent } = this.entry(id, caller);
     const text = checkPrompt(prompt, this.deps.maxPromptBytes);
     return { turn_id: agent.send(text) };
   }
 
-  subscribe(id: string): Subscription {
-    return this.entry(id).agent.subscribe();
+  subscribe(id: string, caller: Caller): Subscription {
+    return this.entry(id, caller).agent.subscribe();
   }
 
   /** DELETE: stops a live agent (its record stays for the retention, as exited); forgets an exited one. */
-  async remove(id: string): Promise<void> {
-    const entry = this.entry(id);
+  async remove(id: string, caller: Caller): Promise<void> {
+    const entry = this.entry(id, caller);
     if (entry.agent.status === 'exited') {
       await entry.ended;
       this.entries.delete(id);
@@ -169,9 +177,10 @@ export class AgentService {
     return entry.stopping;
   }
 
-  private entry(id: string): Entry {
+  /** The caller's agent; another caller's is as absent as one that never existed (404). */
+  private entry(id: string, caller: Caller): Entry {
     const entry = this.entries.get(id);
-    if (!entry) throw errors.agentNotFound(id);
+    if (!entry || entry.owner !== caller.owner) throw errors.agentNotFound(id);
     return entry;
   }
 

@@ -1,5 +1,6 @@
 // How a run's end becomes a job's final state: the outcome of RunService mapped to status, output,
 // crash_info and error, and the texts for the ends the service itself causes (stop, restart, DELETE).
+import type { Caller } from '../auth/caller.js';
 import type { BerthError } from '../../errors.js';
 import type { RunRequest } from '../run-request.js';
 import type { AcceptedRun, RunMode, RunResult } from '../runs/run-service.js';
@@ -8,7 +9,7 @@ import type { CrashInfo, CrashReason, JobChange } from '../../store/jobs/job-sto
 
 /** What the job service needs of RunService (a fake in unit tests). */
 export interface JobRunner {
-  accept(request: RunRequest): Promise<AcceptedRun>;
+  accept(request: RunRequest, options: { readonly caller: Caller }): Promise<AcceptedRun>;
   execute(accepted: AcceptedRun, mode: RunMode, signal: AbortSignal, hooks?: RunHooks): Promise<RunOutcome>;
   toResult(accepted: AcceptedRun, outcome: RunOutcome): Promise<RunResult>;
   crashError(accepted: AcceptedRun, outcome: Extract<RunOutcome, { kind: 'crashed' }>): BerthError;

@@ -12,6 +12,7 @@ import { BerthError, errors } from '../../errors.js';
 import type { RunRequest } from '../run-request.js';
 import type { AcceptedRun } from '../runs/run-service.js';
 import type { Job, JobChange, JobStatus, JobStore } from '../../store/jobs/job-store.js';
+import type { Caller } from '../auth/caller.js';
 import type { WebhookSender } from '../webhooks/deliverer.js';
 import { jobFinishedPayload, jobListItem, jobView, type JobListItem, type JobView } from './job-view.js';
 import { RunQueue } from './run-queue.js';
@@ -105,9 +106,9 @@ export class JobService {
   }
 
   /** POST /run/async: validation and the session happen here, so refusals are ordinary HTTP errors. */
-  async submit(request: RunRequest): Promise<SubmittedJob> {
+  async submit(request: RunRequest, caller: Caller): Promise<SubmittedJob> {
     if (this.isStopping()) throw errors.runtimeUnavailable('the service is shutting down; no new jobs are accepted');
-    const accepted = await this.deps.runs.accept(request);
+    const accepted = await this.deps.runs.accept(request, { caller });
     const id = `job-${randomUUID()}`;
     let inserted = false;
     try {
@@ -118,6 +119,7 @@ export class JobService {
         runId: accepted.runId,
         webhookUrl: accepted.plan.webhookUrl ?? null,
         request,
+        owner: caller.owner,
         createdAt: this.timestamp(),
       });
       inserted = true;
@@ -135,21 +137,27 @@ export class JobService {
     return { job_id: id, session_id: accepted.session.sessionId };
   }
 
-  async get(id: string): Promise<JobView> {
-    const job = await this.deps.store.get(id);
-    if (!job) throw errors.jobNotFound(id);
-    return jobView(job);
+  async get(id: string, caller: Caller): Promise<JobView> {
+    return jobView(await this.ownJob(id, caller));
   }
 
-  async list(options: JobListOptions = {}): Promise<JobListItem[]> {
+  async list(options: JobListOptions, caller: Caller): Promise<JobListItem[]> {
     const limit = Math.min(Math.max(1, options.limit ?? JOB_LIST_DEFAULT_LIMIT), JOB_LIST_MAX_LIMIT);
     const offset = Math.max(0, options.offset ?? 0);
-    const jobs = await this.deps.store.list({ ...(options.status ? { status: options.status } : {}), limit, offset });
+    const jobs = await this.deps.store.list({ owner: caller.owner, ...(options.status ? { status: options.status } : {}), limit, offset });
     return jobs.map(jobListItem);
   }
 
+  /** The caller's job; another caller's is as absent as one that never existed (404). */
+  private async ownJob(id: string, caller: Caller): Promise<Job> {
+    const job = await this.deps.store.get(id);
+    if (!job || job.owner !== caller.owner) throw errors.jobNotFound(id);
+    return job;
+  }
+
   /** DELETE /jobs/:id: pending or running → cancelled; answers once the container is gone (or after cancelWaitMs). */
-  async cancel(id: string): Promise<{ id: string; status: 'cancelled' }> {
+  async cancel(id: string, caller: Caller): Promise<{ id: string; status: 'cancelled' }> {
+    await this.ownJob(id, caller);
     const cancelled = await this.deps.store.transition(id, ['pending', 'running'], { status: 'cancelled', error: JOB_MESSAGES.cancelled }, this.timestamp());
     if (!cancelled) {
       const job = await this.deps.store.get(id);

@@ -16,6 +16,7 @@ import { cumulativeUsage, readTranscript } from '../../engine/transcript.js';
 import { estimateCostUsd } from '../../engine/pricing.js';
 import type { TokenUsage } from '../../engine/stream-json.js';
 import { RunPhases, type PhaseDurations } from './run-phases.js';
+import type { Caller } from '../auth/caller.js';
 
 export type RunMode = 'sync' | 'async' | 'stream' | 'agent';
 
@@ -76,7 +77,7 @@ export class RunService {
   }
 
   /** Everything that can refuse a request, before any container exists. */
-  async accept(request: RunRequest, options: { sessionId?: string } = {}): Promise<AcceptedRun> {
+  async accept(request: RunRequest, options: { readonly caller: Caller; readonly sessionId?: string }): Promise<AcceptedRun> {
     const phases = new RunPhases();
     const plan = await phases.measure('validate', () =>
       validateRunRequest(request, {
@@ -86,7 +87,7 @@ export class RunService {
     );
     this.deps.engineAccess.current();
     await phases.measure('image_check', () => this.deps.images.ensureRunnable(plan.container.image));
-    const session = await phases.measure('session', () => this.deps.sessions.prepare(plan.session, plan.workdir, options.sessionId));
+    const session = await phases.measure('session', () => this.deps.sessions.prepare(plan.session, plan.workdir, { owner: options.caller.owner, ...(options.sessionId !== undefined ? { presetId: options.sessionId } : {}) }));
     phases.mark();
     return { runId: newRunId(), plan, session, phases };
   }
@@ -142,8 +143,8 @@ export class RunService {
   }
 
   /** POST /run: the whole run, answered as the run response or as the error it ended in. */
-  async runSync(request: RunRequest, signal: AbortSignal): Promise<RunResult> {
-    const accepted = await this.accept(request);
+  async runSync(request: RunRequest, signal: AbortSignal, caller: Caller): Promise<RunResult> {
+    const accepted = await this.accept(request, { caller });
     const outcome = await this.execute(accepted, 'sync', signal);
     return this.toResult(accepted, outcome);
   }

@@ -5,7 +5,8 @@ import { errors } from '../../errors.js';
 import { readTranscript, readTranscriptFile, sessionTitle, transcriptFiles } from '../../engine/transcript.js';
 import { transcriptMessages, type TranscriptMessage } from '../../engine/transcript-messages.js';
 import type { SessionStore } from './session-store.js';
-import { checkSessionUuid } from './session-id.js';
+import { checkSessionUuid, UUID_PATTERN } from './session-id.js';
+import type { Caller } from '../auth/caller.js';
 
 export const DEFAULT_PAGE_SIZE = 50;
 
@@ -20,6 +21,8 @@ export interface MessagePage {
   /** The page size actually applied (the requested limit, clamped to the maximum). */
   readonly limit: number;
   readonly offset: number;
+  /** Whether messages follow this page. */
+  readonly has_more: boolean;
 }
 
 export interface SessionServiceDependencies {
@@ -30,6 +33,15 @@ export interface SessionServiceDependencies {
   readonly teardown?: (sessionId: string) => Promise<void>;
 }
 
+/**
+ * A session id taken from a URL path: an id that is not a UUID names no session, so it is a 404 like any
+ * other unknown id (clients expect that), and it never reaches the filesystem.
+ */
+function knownSessionId(sessionId: string): string {
+  if (!UUID_PATTERN.test(sessionId)) throw errors.sessionNotFound(sessionId);
+  return checkSessionUuid(sessionId);
+}
+
 export class SessionService {
   /** Titles by transcript file, valid while the file's size and mtime are unchanged. */
   private readonly titles = new Map<string, { size: number; mtimeMs: number; title: string }>();
@@ -37,8 +49,8 @@ export class SessionService {
   constructor(private readonly deps: SessionServiceDependencies) {}
 
   /** Visible sessions, most recently active first, each with its title ('' when none). */
-  async list(): Promise<SessionSummary[]> {
-    const stored = await this.deps.store.list();
+  async list(caller: Caller): Promise<SessionSummary[]> {
+    const stored = await this.deps.store.list(caller.owner);
     const seen = new Set<string>();
     const sessions = await Promise.all(stored.map(async (session) => ({ id: session.id, title: await this.title(session.dir, session.id, seen) })));
     for (const file of this.titles.keys()) if (!seen.has(file)) this.titles.delete(file);
@@ -46,31 +58,31 @@ export class SessionService {
   }
 
   /** A page of the session's messages in conversation order; limit defaults to 50 and is clamped to the maximum. */
-  async messages(sessionId: string, paging: { limit?: number; offset?: number } = {}): Promise<MessagePage> {
+  async messages(sessionId: string, paging: { limit?: number; offset?: number }, caller: Caller): Promise<MessagePage> {
     const limit = Math.min(paging.limit ?? DEFAULT_PAGE_SIZE, this.deps.maxPageSize);
     const offset = paging.offset ?? 0;
     if (!Number.isInteger(limit) || limit < 0) throw errors.invalid('limit must be a whole number ≥ 0');
     if (!Number.isInteger(offset) || offset < 0) throw errors.invalid('offset must be a whole number ≥ 0');
-    const all = await this.allMessages(sessionId);
-    return { messages: all.slice(offset, offset + limit), total: all.length, limit, offset };
+    const all = await this.allMessages(sessionId, caller);
+    return { messages: all.slice(offset, offset + limit), total: all.length, limit, offset, has_more: offset + limit < all.length };
   }
 
-  async message(sessionId: string, messageId: string): Promise<TranscriptMessage> {
-    const found = (await this.allMessages(sessionId)).find((message) => message.id === messageId.toLowerCase());
-    if (!found) throw errors.notFound(`message ${messageId} of session ${checkSessionUuid(sessionId)}`);
+  async message(sessionId: string, messageId: string, caller: Caller): Promise<TranscriptMessage> {
+    const found = (await this.allMessages(sessionId, caller)).find((message) => message.id === messageId.toLowerCase());
+    if (!found) throw errors.notFound(`message ${messageId} of session ${sessionId.toLowerCase()}`);
     return found;
   }
 
   /** Removes the session: 404 when unknown, 409 while a run or agent is using it. */
-  async delete(sessionId: string): Promise<{ success: true; session_id: string }> {
-    const id = checkSessionUuid(sessionId);
-    await this.deps.store.remove(id, this.deps.teardown);
+  async delete(sessionId: string, caller: Caller): Promise<{ success: true; session_id: string }> {
+    const id = knownSessionId(sessionId);
+    await this.deps.store.remove(id, caller.owner, this.deps.teardown);
     return { success: true, session_id: id };
   }
 
-  private async allMessages(sessionId: string): Promise<TranscriptMessage[]> {
-    const id = checkSessionUuid(sessionId);
-    if (!(await this.deps.store.isVisible(id))) throw errors.sessionNotFound(id);
+  private async allMessages(sessionId: string, caller: Caller): Promise<TranscriptMessage[]> {
+    const id = knownSessionId(sessionId);
+    if (!(await this.deps.store.isVisible(id, caller.owner))) throw errors.sessionNotFound(id);
     return transcriptMessages(await readTranscript(this.deps.store.pathOf(id), id));
   }
 

@@ -5,7 +5,7 @@
 // Every path is built from an id that passed UUID_PATTERN first: `../../etc` never reaches the filesystem.
 import { randomUUID } from 'node:crypto';
 import { constants } from 'node:fs';
-import { mkdir, open, readdir, realpath, rm, stat } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errors } from '../../errors.js';
 import type { SessionIntent } from '../run-plan.js';
@@ -21,6 +21,8 @@ export { checkSessionUuid, UUID_PATTERN };
 const RUNS_DIR = '.runs';
 /** A session directory holding this file belongs to a persistent agent: not listed, its transcript not served. */
 export const HIDDEN_MARKER = '.berth-agent';
+/** The caller that created the session (core/auth/caller.ts); absent for sessions from before owners existed. */
+const OWNER_FILE = '.berth-owner';
 
 /** The engine names a project directory after its cwd with every non-alphanumeric character replaced by '-'. */
 export function projectDirName(cwd: string): string {
@@ -85,10 +87,20 @@ export class SessionStore {
     return isDirectory(this.pathOf(sessionId));
   }
 
-  /** Whether the session exists and is not a persistent agent's. */
-  async isVisible(sessionId: string): Promise<boolean> {
+  /** Whether the session exists, belongs to `owner` and is not a persistent agent's. */
+  async isVisible(sessionId: string, owner: string): Promise<boolean> {
     const dir = this.pathOf(sessionId);
-    return (await isDirectory(dir)) && !(await pathExists(join(dir, HIDDEN_MARKER)));
+    return (await this.belongsTo(dir, owner)) && !(await pathExists(join(dir, HIDDEN_MARKER)));
+  }
+
+  /** Whether the session directory exists and was created by `owner`. */
+  private async belongsTo(dir: string, owner: string): Promise<boolean> {
+    if (!(await isDirectory(dir))) return false;
+    const recorded = await readFile(join(dir, OWNER_FILE), 'utf8').catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return '';
+      throw error;
+    });
+    return recorded === owner;
   }
 
   /** Marks a session as a persistent agent's (the agents service calls this for the sessions it owns). */
@@ -107,18 +119,19 @@ export class SessionStore {
    * on a busy session is refused with 409 rather than queued: two engines writing one transcript corrupt it,
    * and a caller that retries knows its turn order, which a queue would hide.
    */
-  async prepare(intent: SessionIntent, workdir: string, presetId?: string): Promise<PreparedSession> {
+  async prepare(intent: SessionIntent, workdir: string, options: { readonly owner: string; readonly presetId?: string }): Promise<PreparedSession> {
+    const { owner, presetId } = options;
     switch (intent.kind) {
       case 'new':
-        return this.createNew(workdir, presetId);
+        return this.createNew(workdir, owner, presetId);
       case 'resume':
-        return this.claimExisting(workdir, checkSessionUuid(intent.sessionId));
+        return this.claimExisting(workdir, owner, checkSessionUuid(intent.sessionId));
       case 'continue': {
-        const latest = await this.latestForWorkdir(workdir);
-        return latest === undefined ? this.createNew(workdir, presetId) : this.claimExisting(workdir, latest);
+        const latest = await this.latestForWorkdir(workdir, owner);
+        return latest === undefined ? this.createNew(workdir, owner, presetId) : this.claimExisting(workdir, owner, latest);
       }
       case 'fork':
-        return this.fork(workdir, checkSessionUuid(intent.fromSessionId), presetId);
+        return this.fork(workdir, owner, checkSessionUuid(intent.fromSessionId), presetId);
       case 'ephemeral': {
         const sessionId = presetId === undefined ? randomUUID() : checkSessionUuid(presetId);
         const run = await this.runs.create(projectDirName(workdir));
@@ -133,11 +146,15 @@ export class SessionStore {
     }
   }
 
-  /** The visible session whose transcript for this workdir was written last, if any. */
-  async latestForWorkdir(workdir: string): Promise<string | undefined> {
+  /**
+   * The owner's visible session whose transcript for this workdir was written last, if any. The
+   * transcript's time is when Berth carried it back from a run, never a time a run could set.
+   */
+  async latestForWorkdir(workdir: string, owner: string): Promise<string | undefined> {
     const project = projectDirName(workdir);
     let best: { id: string; mtime: number } | undefined;
     for (const id of await this.sessionIds()) {
+      if (!(await this.belongsTo(join(this.root, id), owner))) continue;
       try {
         const info = await stat(join(this.root, id, 'projects', project, `${id}.jsonl`));
         if ((!best || info.mtimeMs > best.mtime) && !(await pathExists(join(this.root, id, HIDDEN_MARKER)))) {
@@ -150,13 +167,13 @@ export class SessionStore {
     return best?.id;
   }
 
-  /** Visible sessions, most recently active first. */
-  async list(): Promise<StoredSession[]> {
+  /** The owner's visible sessions, most recently active first. */
+  async list(owner: string): Promise<StoredSession[]> {
     const sessions: StoredSession[] = [];
     for (const id of await this.sessionIds()) {
       const dir = join(this.root, id);
       try {
-        if (await pathExists(join(dir, HIDDEN_MARKER))) continue;
+        if (!(await this.belongsTo(dir, owner)) || (await pathExists(join(dir, HIDDEN_MARKER)))) continue;
         const files = await transcriptFiles(dir, id);
         let lastActivityMs = files.length === 0 ? (await stat(dir)).mtimeMs : 0;
         for (const file of files) lastActivityMs = Math.max(lastActivityMs, (await stat(file)).mtimeMs);
@@ -170,9 +187,9 @@ export class SessionStore {
   }
 
   /** Deletes a visible session's directory: 404 when there is none, 409 while a run or agent uses it. */
-  async remove(sessionId: string, teardown?: (sessionId: string) => Promise<void>): Promise<void> {
+  async remove(sessionId: string, owner: string, teardown?: (sessionId: string) => Promise<void>): Promise<void> {
     const id = checkSessionUuid(sessionId);
-    if (!(await this.isVisible(id))) throw errors.sessionNotFound(id);
+    if (!(await this.isVisible(id, owner))) throw errors.sessionNotFound(id);
     // Held while deleting, so no run can claim the directory half-way through.
     this.lock(id);
     try {
@@ -188,11 +205,11 @@ export class SessionStore {
     return entries.filter((entry) => entry.isDirectory() && UUID_PATTERN.test(entry.name)).map((entry) => entry.name);
   }
 
-  private async createNew(workdir: string, presetId: string | undefined): Promise<PreparedSession> {
+  private async createNew(workdir: string, owner: string, presetId: string | undefined): Promise<PreparedSession> {
     const sessionId = presetId === undefined ? randomUUID() : checkSessionUuid(presetId);
     this.lock(sessionId);
     try {
-      await mkdir(join(this.root, sessionId), { mode: 0o700 });
+      await this.createDir(sessionId, owner);
       return await this.claimed(workdir, sessionId, { kind: 'new', sessionId }, true, undefined);
     } catch (error) {
       await rm(join(this.root, sessionId), { recursive: true, force: true });
@@ -201,11 +218,11 @@ export class SessionStore {
     }
   }
 
-  private async claimExisting(workdir: string, sessionId: string): Promise<PreparedSession> {
+  private async claimExisting(workdir: string, owner: string, sessionId: string): Promise<PreparedSession> {
     // Locked before the existence check: a concurrent DELETE either finished (404 here) or is refused.
     this.lock(sessionId);
     try {
-      if (!(await isDirectory(join(this.root, sessionId)))) throw errors.sessionNotFound(sessionId);
+      if (!(await this.belongsTo(join(this.root, sessionId), owner))) throw errors.sessionNotFound(sessionId);
       return await this.claimed(workdir, sessionId, { kind: 'resume', sessionId }, false, { sessionDir: join(this.root, sessionId), sessionId });
     } catch (error) {
       this.busy.delete(sessionId);
@@ -213,19 +230,19 @@ export class SessionStore {
     }
   }
 
-  private async fork(workdir: string, from: string, presetId: string | undefined): Promise<PreparedSession> {
+  private async fork(workdir: string, owner: string, from: string, presetId: string | undefined): Promise<PreparedSession> {
     const sessionId = presetId === undefined ? randomUUID() : checkSessionUuid(presetId);
     // The forked run gets a copy of the original's transcripts in its own directory, so the original is
     // never written by it. The original is locked while it is copied: a run writing it meanwhile would leave
     // a half-written line in the copy.
     this.lock(from);
     try {
-      if (!(await isDirectory(join(this.root, from)))) throw errors.sessionNotFound(from);
+      if (!(await this.belongsTo(join(this.root, from), owner))) throw errors.sessionNotFound(from);
       this.lock(sessionId);
       const dir = join(this.root, sessionId);
       try {
         if (await pathExists(dir)) throw errors.internal(`session directory ${sessionId} already exists`);
-        await mkdir(dir, { mode: 0o700 });
+        await this.createDir(sessionId, owner);
         return await this.claimed(workdir, sessionId, { kind: 'fork', fromSessionId: from, sessionId }, true, { sessionDir: join(this.root, from), sessionId: from });
       } catch (error) {
         await rm(dir, { recursive: true, force: true });
@@ -235,6 +252,12 @@ export class SessionStore {
     } finally {
       this.busy.delete(from);
     }
+  }
+
+  private async createDir(sessionId: string, owner: string): Promise<void> {
+    const dir = join(this.root, sessionId);
+    await mkdir(dir, { mode: 0o700 });
+    await writeFile(join(dir, OWNER_FILE), owner, { mode: 0o600, flag: 'wx' });
   }
 
   private lock(sessionId: string): void {

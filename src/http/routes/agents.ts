@@ -1,5 +1,6 @@
 // The /agents resource: persistent agents. Each handler decodes, makes one AgentService call and answers;
 // the stream handler hands the agent's subscription to the SSE helper.
+import { requestCaller } from '../caller.js';
 import type { FastifyInstance } from 'fastify';
 import { once } from 'node:events';
 import { Type, type Static } from '@sinclair/typebox';
@@ -65,7 +66,7 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDepend
         response: { 200: AgentSnapshotSchema, ...errorResponses(400, 401, 404, 409, 413, 429, 500, 503) },
       },
     },
-    async (request) => agents.spawn(request.body ?? {}),
+    async (request) => agents.spawn(request.body ?? {}, requestCaller(request)),
   );
 
   app.get(
@@ -77,7 +78,7 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDepend
         response: { 200: Type.Object({ agents: Type.Array(AgentSnapshotSchema) }), ...errorResponses(401, 429) },
       },
     },
-    async () => ({ agents: agents.list() }),
+    async (request) => ({ agents: agents.list(requestCaller(request)) }),
   );
 
   app.get<{ Params: IdParams }>(
@@ -90,7 +91,7 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDepend
         response: { 200: AgentSnapshotSchema, ...errorResponses(401, 404, 429) },
       },
     },
-    async (request) => agents.get(request.params.id),
+    async (request) => agents.get(request.params.id, requestCaller(request)),
   );
 
   app.post<{ Params: IdParams; Body: Static<typeof SendBodySchema> }>(
@@ -104,7 +105,7 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDepend
         response: { 200: Type.Object({ turn_id: Type.String({ description: 'prefix turn-' }) }), ...errorResponses(400, 401, 404, 409, 410, 413, 429, 503) },
       },
     },
-    async (request) => agents.send(request.params.id, request.body.prompt),
+    async (request) => agents.send(request.params.id, request.body.prompt, requestCaller(request)),
   );
 
   app.get<{ Params: IdParams }>(
@@ -122,7 +123,7 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDepend
       },
     },
     async (request, reply) => {
-      const subscription = agents.subscribe(request.params.id);
+      const subscription = agents.subscribe(request.params.id, requestCaller(request));
       await streamEvents(reply, { heartbeatMs: deps.heartbeatMs, subscribers: deps.subscribers }, async (channel) => {
         const leave = () => subscription.close();
         channel.signal.addEventListener('abort', leave, { once: true });
@@ -152,7 +153,7 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDepend
       },
     },
     async (request, reply) => {
-      await agents.remove(request.params.id);
+      await agents.remove(request.params.id, requestCaller(request));
       return reply.code(204).send();
     },
   );

@@ -1,4 +1,5 @@
 // POST /run/async and the /jobs resource. Each handler decodes, makes one JobService call and answers.
+import { requestCaller } from '../caller.js';
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from '@sinclair/typebox';
 import { RunRequestSchema, type RunRequest } from '../../core/run-request.js';
@@ -59,7 +60,7 @@ export function registerJobRoutes(app: FastifyInstance, deps: { jobs: JobService
         },
       },
     },
-    async (request) => jobs.submit(request.body),
+    async (request) => jobs.submit(request.body, requestCaller(request)),
   );
 
   app.get<{ Querystring: Static<typeof JobListQuerySchema> }>(
@@ -75,13 +76,13 @@ export function registerJobRoutes(app: FastifyInstance, deps: { jobs: JobService
         },
       },
     },
-    async (request) => ({ jobs: await jobs.list(request.query) }),
+    async (request) => ({ jobs: await jobs.list(request.query, requestCaller(request)) }),
   );
 
   app.get<{ Params: Static<typeof JobIdParams> }>(
     '/jobs/:id',
     { schema: { tags: ['jobs'], summary: 'Read a job', params: JobIdParams, response: { 200: JobSchema, ...errorResponses(401, 404, 429) } } },
-    async (request) => jobs.get(request.params.id),
+    async (request) => jobs.get(request.params.id, requestCaller(request)),
   );
 
   app.delete<{ Params: Static<typeof JobIdParams> }>(
@@ -94,6 +95,6 @@ export function registerJobRoutes(app: FastifyInstance, deps: { jobs: JobService
         response: { 200: Type.Object({ id: Type.String(), status: Type.Literal('cancelled') }), ...errorResponses(401, 404, 409, 429) },
       },
     },
-    async (request) => jobs.cancel(request.params.id),
+    async (request) => jobs.cancel(request.params.id, requestCaller(request)),
   );
 }

@@ -4,6 +4,7 @@ import { RunRequestSchema, type RunRequest } from '../../core/run-request.js';
 import type { RunService } from '../../core/runs/run-service.js';
 import { errorResponses, RunResponseSchema } from '../schemas.js';
 import { abortOnDisconnect } from '../disconnect.js';
+import { requestCaller } from '../caller.js';
 
 export function registerRunRoutes(app: FastifyInstance, deps: { runs: RunService }): void {
   app.post<{ Body: RunRequest }>(
@@ -18,7 +19,7 @@ export function registerRunRoutes(app: FastifyInstance, deps: { runs: RunService
     },
     async (request, reply) => {
       const signal = abortOnDisconnect(reply.raw);
-      return deps.runs.runSync(request.body, signal);
+      return deps.runs.runSync(request.body, signal, requestCaller(request));
     },
   );
 }

@@ -1,4 +1,5 @@
 // GET /sessions, GET /sessions/:id/messages, GET /sessions/:id/messages/:message_id, DELETE /sessions/:id.
+import { requestCaller } from '../caller.js';
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { SessionService } from '../../core/sessions/session-service.js';
@@ -34,6 +35,7 @@ const MessagePageSchema = Type.Object({
   total: Type.Integer({ description: 'Number of messages in the session' }),
   limit: Type.Integer({ description: 'Page size applied (after clamping)' }),
   offset: Type.Integer(),
+  has_more: Type.Boolean({ description: 'Whether messages follow this page (offset + limit < total)' }),
 });
 
 export function registerSessionRoutes(app: FastifyInstance, deps: { sessions: SessionService }): void {
@@ -46,7 +48,7 @@ export function registerSessionRoutes(app: FastifyInstance, deps: { sessions: Se
         response: { 200: Type.Object({ sessions: Type.Array(SessionSchema) }), ...errorResponses(401, 429) },
       },
     },
-    async () => ({ sessions: await deps.sessions.list() }),
+    async (request) => ({ sessions: await deps.sessions.list(requestCaller(request)) }),
   );
 
   app.get<{ Params: Static<typeof SessionParamsSchema>; Querystring: Static<typeof PagingQuerySchema> }>(
@@ -60,7 +62,7 @@ export function registerSessionRoutes(app: FastifyInstance, deps: { sessions: Se
         response: { 200: MessagePageSchema, ...errorResponses(400, 401, 404, 429) },
       },
     },
-    async (request) => deps.sessions.messages(request.params.id, request.query),
+    async (request) => deps.sessions.messages(request.params.id, request.query, requestCaller(request)),
   );
 
   app.get<{ Params: Static<typeof MessageParamsSchema> }>(
@@ -73,7 +75,7 @@ export function registerSessionRoutes(app: FastifyInstance, deps: { sessions: Se
         response: { 200: MessageSchema, ...errorResponses(400, 401, 404, 429) },
       },
     },
-    async (request) => deps.sessions.message(request.params.id, request.params.message_id),
+    async (request) => deps.sessions.message(request.params.id, request.params.message_id, requestCaller(request)),
   );
 
   app.delete<{ Params: Static<typeof SessionParamsSchema> }>(
@@ -89,6 +91,6 @@ export function registerSessionRoutes(app: FastifyInstance, deps: { sessions: Se
         },
       },
     },
-    async (request) => deps.sessions.delete(request.params.id),
+    async (request) => deps.sessions.delete(request.params.id, requestCaller(request)),
   );
 }

@@ -1,6 +1,7 @@
 // GET /run/stream: a run whose assistant text arrives as Server-Sent Events. The request is validated and
 // its session taken before the stream opens, so refusals are ordinary JSON errors; after that, the end
 // of the run is a `done` frame or an `error` frame, and a client that leaves stops the run.
+import { requestCaller } from '../caller.js';
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from '@sinclair/typebox';
 import type { RunRequest } from '../../core/run-request.js';
@@ -63,7 +64,7 @@ export function registerStreamRoutes(app: FastifyInstance, deps: StreamRouteDepe
     },
     async (request, reply) => {
       const { runs } = deps;
-      const accepted = await runs.accept(toRunRequest(request.query));
+      const accepted = await runs.accept(toRunRequest(request.query), { caller: requestCaller(request) });
       await streamEvents(reply, { heartbeatMs: deps.heartbeatMs, subscribers: deps.subscribers }, async (events) => {
         if (events.signal.aborted) {
           await accepted.session.release();

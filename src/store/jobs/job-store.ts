@@ -49,6 +49,8 @@ export interface Job {
   readonly webhookUrl: string | null;
   readonly webhookState: WebhookState | null;
   readonly request: StoredRequest;
+  /** The caller that submitted it (its token's `sub`; '' with authentication off). */
+  readonly owner: string;
   /** ISO 8601 timestamps (UTC, milliseconds). */
   readonly createdAt: string;
   readonly updatedAt: string;
@@ -61,6 +63,7 @@ export interface NewJob {
   readonly runId: string;
   readonly webhookUrl: string | null;
   readonly request: StoredRequest;
+  readonly owner: string;
   readonly createdAt: string;
 }
 
@@ -80,6 +83,8 @@ export interface JobSummary {
 }
 
 export interface JobListQuery {
+  /** Only this caller's jobs are listed. */
+  readonly owner: string;
   readonly status?: JobStatus;
   readonly limit: number;
   readonly offset: number;

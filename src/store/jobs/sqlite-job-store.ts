@@ -22,13 +22,14 @@ interface JobRow {
   webhook_url: string | null;
   webhook_state: WebhookState | null;
   request: string;
+  owner: string;
   created_at: string;
   updated_at: string;
   finished_at: string | null;
 }
 
 const COLUMNS = `id, status, output, structured_output, session_id, run_id, crash_info, error, webhook_url, webhook_state,
-  request, created_at, updated_at, finished_at`;
+  request, owner, created_at, updated_at, finished_at`;
 
 function toJob(row: JobRow): Job {
   return {
@@ -43,6 +44,7 @@ function toJob(row: JobRow): Job {
     webhookUrl: row.webhook_url,
     webhookState: row.webhook_state,
     request: JSON.parse(row.request),
+    owner: row.owner,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     finishedAt: row.finished_at,
@@ -70,10 +72,10 @@ export class SqliteJobStore implements JobStore {
   async insert(job: NewJob): Promise<Job> {
     const row = this
       .statement(
-        `INSERT INTO jobs (id, status, session_id, run_id, webhook_url, request, created_at, updated_at)
-         VALUES (?, 'pending', ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
+        `INSERT INTO jobs (id, status, session_id, run_id, webhook_url, request, owner, created_at, updated_at)
+         VALUES (?, 'pending', ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
       )
-      .get(job.id, job.sessionId, job.runId, job.webhookUrl, JSON.stringify(job.request), job.createdAt, job.createdAt) as JobRow;
+      .get(job.id, job.sessionId, job.runId, job.webhookUrl, JSON.stringify(job.request), job.owner, job.createdAt, job.createdAt) as JobRow;
     return toJob(row);
   }
 
@@ -84,9 +86,9 @@ export class SqliteJobStore implements JobStore {
 
   async list(query: JobListQuery): Promise<JobSummary[]> {
     const filtered = query.status !== undefined;
-    const page = { limit: query.limit, offset: query.offset };
+    const page = { limit: query.limit, offset: query.offset, owner: query.owner };
     const rows = this
-      .statement(`SELECT id, status, created_at FROM jobs ${filtered ? 'WHERE status = @status' : ''} ORDER BY seq DESC LIMIT @limit OFFSET @offset`)
+      .statement(`SELECT id, status, created_at FROM jobs WHERE owner = @owner ${filtered ? 'AND status = @status' : ''} ORDER BY seq DESC LIMIT @limit OFFSET @offset`)
       .all(filtered ? { ...page, status: query.status } : page) as Pick<JobRow, 'id' | 'status' | 'created_at'>[];
     return rows.map((row) => ({ id: row.id, status: row.status, createdAt: row.created_at }));
   }
