@@ -50,7 +50,10 @@ export interface ContainerPlan {
 export type LifecyclePlan = LifecycleHooks;
 
 /** Engine options after validation; session flags are folded into RunPlan.session. */
-export type EnginePlan = Omit<EngineOptions, 'session_id' | 'resume' | 'continue' | 'fork_session' | 'no_persistence'>;
+export type EnginePlan = Omit<EngineOptions, 'session_id' | 'resume' | 'continue' | 'fork_session' | 'no_persistence' | 'json_schema'> & {
+  /** Always the schema object, whichever form the request gave it in. */
+  readonly json_schema?: Record<string, unknown>;
+};
 
 export interface RunPlan {
   readonly prompt: string;

@@ -25,7 +25,13 @@ export const EngineOptionsSchema = Type.Object(
       }),
     ),
     json_schema: Type.Optional(
-      Type.Object({}, { additionalProperties: true, description: 'A JSON Schema object; with output_format json the engine returns structured_output matching it.' }),
+      Type.Union(
+        [
+          Type.Object({}, { additionalProperties: true }),
+          Type.String({ maxLength: 1_048_576, description: 'The same JSON Schema object, serialised as a JSON string.' }),
+        ],
+        { description: 'A JSON Schema object (or that object as a JSON string); with output_format json the engine returns structured_output matching it.' },
+      ),
     ),
     max_budget_usd: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000, description: 'Maximum cost in USD.' })),
     max_turns: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000, description: 'Maximum agentic turns; 0 = unlimited.' })),

@@ -1,4 +1,5 @@
 // Health and engine status: what GET /health and GET /claude/status report.
+import { isReservedSecret } from './validation/secrets-env.js';
 import { access, constants } from 'node:fs/promises';
 import type { Config } from '../config.js';
 import type { ContainerRuntime } from '../runtime/container-runtime.js';
@@ -43,8 +44,10 @@ export class SystemStatus {
     return { configured: state.mode !== 'not-configured', message: state.message };
   }
 
+  /** The secrets a caller may name in secrets_env: Berth's own are left out (a caller could not use them). */
   async secretNames(): Promise<string[]> {
-    return this.runtime.listSecrets();
+    const policy = { reservedSecrets: [this.config.engine.credentialsSecret] };
+    return (await this.runtime.listSecrets()).filter((name) => !isReservedSecret(name, policy));
   }
 
   private async credentialsFile(): Promise<ComponentStatus> {

@@ -11,12 +11,15 @@ import { startTestBerth, type TestBerth } from '../support/berth.js';
 const run = promisify(execFile);
 const secretValue = `sk-berth-test-${randomBytes(12).toString('hex')}`;
 const secretName = `berth-test-credential-${randomBytes(4).toString('hex')}`;
+/** A secret of the caller's own (not reserved), that GET /secrets lists. */
+const callerSecret = `test-caller-token-${randomBytes(4).toString('hex')}`;
 let model: OfflineModel;
 let t: TestBerth;
 
 before(async () => {
   model = await startOfflineModel({ host: '0.0.0.0', port: 0, apiKey: secretValue });
   await run('sh', ['-c', `printf '%s' "$VALUE" | podman secret create ${secretName} -`], { env: { ...process.env, VALUE: secretValue } });
+  await run('sh', ['-c', `printf '%s' "$VALUE" | podman secret create ${callerSecret} -`], { env: { ...process.env, VALUE: secretValue } });
   t = await startTestBerth({
     SERVICE_OFFLINE_MODEL: 'false',
     SERVICE_ENGINE_CREDENTIALS_SECRET: secretName,
@@ -28,6 +31,7 @@ after(async () => {
   await t?.stop();
   await model?.close();
   await run('podman', ['secret', 'rm', secretName]).catch(() => undefined);
+  await run('podman', ['secret', 'rm', callerSecret]).catch(() => undefined);
 });
 
 test('/claude/status and /health report the configured secret', async () => {
@@ -60,6 +64,13 @@ test('the engine authenticates with the secret, which appears in no response and
 test('GET /secrets lists names, never values', async () => {
   const response = await t.request('GET', '/secrets');
   assert.equal(response.status, 200);
-  assert.ok(response.body.secrets.includes(secretName));
+  assert.ok(response.body.secrets.includes(callerSecret));
   assert.ok(!JSON.stringify(response.body).includes(secretValue));
+});
+
+test('GET /secrets lists only what a caller may use: none of Berth\'s own', async () => {
+  const { stdout } = await promisify(execFile)('podman', ['secret', 'ls', '--format', '{{.Name}}']);
+  assert.ok(stdout.split('\n').some((name) => name.startsWith('berth-')), 'Berth has secrets of its own in the store');
+  const listed: string[] = (await t.request('GET', '/secrets')).body.secrets;
+  assert.deepEqual(listed.filter((name) => name.toLowerCase().startsWith('berth-') || name === t.config.engine.credentialsSecret), []);
 });

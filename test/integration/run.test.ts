@@ -64,6 +64,15 @@ describe('POST /run with the embedded offline model', () => {
     assert.deepEqual(response.body.structured_output, { answer: 42, ok: true });
   });
 
+  test('json_schema given as a JSON string (as some clients send it) works the same', async () => {
+    const response = await t.request('POST', '/run', {
+      prompt: 'json: {"answer": 7}',
+      engine: { output_format: 'json', json_schema: JSON.stringify({ type: 'object', properties: { answer: { type: 'number' } }, required: ['answer'] }) },
+    });
+    assert.equal(response.status, 200, JSON.stringify(response.body));
+    assert.deepEqual(response.body.structured_output, { answer: 7 });
+  });
+
   test('output_format stream-json returns the engine\'s raw event lines', async () => {
     const response = await t.request('POST', '/run', { prompt: 'say: streamed', engine: { output_format: 'stream-json' } });
     assert.equal(response.status, 200, JSON.stringify(response.body));

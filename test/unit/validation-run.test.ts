@@ -269,3 +269,15 @@ describe('validateRunRequest: layer order', () => {
     assert.deepEqual(asked, ['gh-token']);
   });
 });
+
+describe('engine.json_schema as a JSON string', () => {
+  it('is parsed into the schema object', async () => {
+    const plan = await validateRunRequest({ prompt: 'x', engine: { json_schema: '{"type":"object","required":["n"]}' } }, context());
+    assert.deepEqual(plan.engine.json_schema, { type: 'object', required: ['n'] });
+  });
+  it('that is not JSON, or not an object, is a 400 naming the field', async () => {
+    for (const bad of ['{"type":', '[1,2]', '"text"', 'null']) {
+      await assert.rejects(validateRunRequest({ prompt: 'x', engine: { json_schema: bad } }, context()), refused(/engine\.json_schema/));
+    }
+  });
+});

@@ -52,6 +52,11 @@ export interface SecretsPolicy {
   readonly reservedSecrets: readonly string[];
 }
 
+/** Secrets Berth keeps for itself: every name starting with `berth-`, and the configured engine credential. */
+export function isReservedSecret(name: string, policy: SecretsPolicy): boolean {
+  return name.toLowerCase().startsWith('berth-') || policy.reservedSecrets.includes(name);
+}
+
 /** The I/O-free rules: count, variable names, blocked variables, secret name syntax, reserved secrets. */
 export function checkSecretsEnv(secretsEnv: Readonly<Record<string, string>> | undefined, policy: SecretsPolicy): SecretEnv[] {
   if (secretsEnv === undefined) return [];
@@ -69,7 +74,7 @@ export function checkSecretsEnv(secretsEnv: Readonly<Record<string, string>> | u
     if (!SECRET_NAME.test(secret)) {
       throw errors.invalid(`${field}: ${JSON.stringify(secret)} is not a valid secret name (letters, digits, _ . -, starting with a letter or digit, at most 253)`);
     }
-    if (secret.toLowerCase().startsWith('berth-') || policy.reservedSecrets.includes(secret)) {
+    if (isReservedSecret(secret, policy)) {
       throw errors.invalid(`${field}: secret "${secret}" is reserved for Berth's own use`);
     }
     return { variable, secret };

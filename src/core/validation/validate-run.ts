@@ -124,7 +124,26 @@ export function sessionIntent(engine: EngineOptions): SessionIntent {
 }
 
 function enginePlan(engine: EngineOptions): EnginePlan {
-  const { session_id: _sessionId, resume: _resume, continue: _continue, fork_session: _fork, no_persistence: _ephemeral, ...rest } = engine;
+  const { session_id: _sessionId, resume: _resume, continue: _continue, fork_session: _fork, no_persistence: _ephemeral, json_schema, ...rest } = engine;
   // Nobody can answer a permission prompt inside a container, so skipping them is the default.
-  return { ...rest, dangerously_skip_permissions: engine.dangerously_skip_permissions ?? true };
+  return {
+    ...rest,
+    ...(json_schema !== undefined ? { json_schema: jsonSchemaObject(json_schema) } : {}),
+    dangerously_skip_permissions: engine.dangerously_skip_permissions ?? true,
+  };
+}
+
+/** engine.json_schema as the object it names: clients send it as an object or as that object's JSON text. */
+function jsonSchemaObject(schema: Record<string, unknown> | string): Record<string, unknown> {
+  if (typeof schema !== 'string') return schema;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(schema);
+  } catch (error) {
+    throw errors.invalid(`engine.json_schema: the string is not valid JSON (${(error as Error).message})`);
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw errors.invalid('engine.json_schema: the string must hold a JSON object (a JSON Schema)');
+  }
+  return parsed as Record<string, unknown>;
 }
