@@ -29,6 +29,9 @@ export interface Config {
   readonly maxBodyBytes: number;
   readonly maxPromptBytes: number;
   readonly maxConcurrentRuns: number;
+  /** Agent containers at once (runs, streams, jobs, agents), in total and per caller. */
+  readonly maxContainers: number;
+  readonly maxContainersPerCaller: number;
   readonly agent: {
     readonly image: string;
     readonly engineImage: string;
@@ -261,6 +264,8 @@ export function loadConfig(env: Env = process.env): Config {
     maxBodyBytes: read.int('SERVICE_MAX_BODY_BYTES', 2 * 1024 * 1024, 1024),
     maxPromptBytes: read.int('SERVICE_MAX_PROMPT_BYTES', 1024 * 1024, 1),
     maxConcurrentRuns: read.int('SERVICE_MAX_CONCURRENT_RUNS', Math.max(2, machineCpus), 1, 1000),
+    maxContainers: read.int('SERVICE_MAX_CONTAINERS', 64, 1, 100_000),
+    maxContainersPerCaller: read.int('SERVICE_MAX_CONTAINERS_PER_CALLER', 16, 1, 100_000),
     agent: {
       image: read.string('SERVICE_AGENT_IMAGE', `localhost/berth-agent:${BERTH_VERSION}`),
       engineImage: read.string('SERVICE_ENGINE_IMAGE', `localhost/berth-engine:${ENGINE_VERSION}`),

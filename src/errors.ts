@@ -26,6 +26,7 @@ export const ERROR_STATUS = {
   BERTH_ERR_AGENT_BUSY: 409,
   BERTH_ERR_AGENT_EXITED: 410,
   BERTH_ERR_RATE_LIMITED: 429,
+  BERTH_ERR_CONTAINERS_PER_CALLER: 429,
   BERTH_ERR_RUN_FAILED: 500,
   BERTH_ERR_RUN_TIMEOUT: 500,
   BERTH_ERR_RUN_OOM: 500,
@@ -37,6 +38,7 @@ export const ERROR_STATUS = {
   BERTH_ERR_RUNTIME_UNAVAILABLE: 503,
   BERTH_ERR_AGENT_NOT_READY: 503,
   BERTH_ERR_AUTH_BLACKLIST_UNAVAILABLE: 503,
+  BERTH_ERR_AT_CAPACITY: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
@@ -89,6 +91,13 @@ export const errors = {
   jobFinished: (id: string, status: string) =>
     new BerthError('BERTH_ERR_JOB_FINISHED', `job ${id} is already ${status} and cannot be cancelled`),
   rateLimited: () => new BerthError('BERTH_ERR_RATE_LIMITED', 'rate limit exceeded; slow down and retry later'),
+  tooManyContainers: (limit: number) =>
+    new BerthError(
+      'BERTH_ERR_CONTAINERS_PER_CALLER',
+      `too many containers: this caller already has ${limit} runs, streams or agents running (SERVICE_MAX_CONTAINERS_PER_CALLER); retry when one has ended, or delete an agent`,
+    ),
+  atCapacity: (limit: number) =>
+    new BerthError('BERTH_ERR_AT_CAPACITY', `server at capacity: ${limit} containers are running (SERVICE_MAX_CONTAINERS); retry later`),
   runFailed: (message: string) => new BerthError('BERTH_ERR_RUN_FAILED', message),
   runTimeout: (timeout: string) =>
     new BerthError('BERTH_ERR_RUN_TIMEOUT', `run timed out after ${timeout} (container.timeout); the container was removed`),

@@ -25,6 +25,7 @@ import { EngineAccess } from './core/engine-access.js';
 import { ImageCheck } from './core/runs/image-check.js';
 import { RunExecutor } from './core/runs/run-executor.js';
 import { RunService } from './core/runs/run-service.js';
+import { ContainerSlots } from './core/runs/container-slots.js';
 import { RunInputs } from './core/runs/run-inputs.js';
 import { SystemStatus } from './core/system-status.js';
 import { TokenService } from './core/auth/tokens.js';
@@ -179,6 +180,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       images: new ImageCheck(runtime),
       executor,
       engineAccess,
+      slots: new ContainerSlots({ total: config.maxContainers, perCaller: config.maxContainersPerCaller }),
       log: logger,
       shutdownSignal: shutdown.signal,
       observer: {

@@ -3,27 +3,15 @@
 // and `continue` chooses among the caller's own sessions only.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
-import { startTestBerth, type TestBerth } from '../support/berth.js';
-
-const API_TOKEN = `berth-test-${randomBytes(16).toString('hex')}`;
+import type { TestBerth } from '../support/berth.js';
+import { startBerthWithCallers } from '../support/callers.js';
 
 describe('two callers on one Berth', () => {
   let t: TestBerth;
-  const tokens: Record<'alice' | 'bob', string> = { alice: '', bob: '' };
-  const as = (who: 'alice' | 'bob') => ({ authorization: `Bearer ${tokens[who]}` });
+  let as: (name: 'alice' | 'bob') => Record<string, string>;
 
   before(async () => {
-    t = await startTestBerth({
-      SERVICE_AUTH_ENABLED: 'true',
-      SERVICE_JWT_SECRET: randomBytes(32).toString('hex'),
-      SERVICE_API_TOKENS: API_TOKEN,
-    });
-    for (const who of ['alice', 'bob'] as const) {
-      const issued = await t.request('POST', '/auth/token', { client_id: who }, { authorization: `Bearer ${API_TOKEN}` });
-      assert.equal(issued.status, 200, JSON.stringify(issued.body));
-      tokens[who] = issued.body.access_token;
-    }
+    ({ t, as } = await startBerthWithCallers(['alice', 'bob']));
   });
   after(async () => {
     await t?.stop();

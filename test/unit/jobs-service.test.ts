@@ -1,5 +1,6 @@
 // The job state machine with a fake run service: each run ends when the test says so, or when its
 // abort signal fires (as the real executor does: the container is killed, the outcome is `cancelled`).
+import { ContainerSlots, RunSlot } from '../../src/core/runs/container-slots.js';
 import { SOLE_CALLER } from '../../src/core/auth/caller.js';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -37,6 +38,7 @@ interface FakeRun {
 }
 
 class FakeRuns implements JobRunner {
+  readonly slots = new ContainerSlots({ total: 1000, perCaller: 1000 });
   readonly started: FakeRun[] = [];
   readonly released: string[] = [];
   private counter = 0;
@@ -56,7 +58,12 @@ class FakeRuns implements JobRunner {
         this.released.push(sessionId);
       },
     } as AcceptedRun['session'];
-    return { runId: `run-${this.counter}`, plan, session, phases: new RunPhases() };
+    return { runId: `run-${this.counter}`, plan, session, phases: new RunPhases(), slot: new RunSlot(this.slots, '') };
+  }
+
+  async abandon(accepted: AcceptedRun): Promise<void> {
+    accepted.slot.release();
+    await accepted.session.release();
   }
 
   async execute(accepted: AcceptedRun, _mode: string, signal: AbortSignal): Promise<RunOutcome> {
@@ -68,6 +75,7 @@ class FakeRuns implements JobRunner {
         this.started.push({ prompt: accepted.plan.prompt, signal, finish: resolve });
       });
     } finally {
+      accepted.slot.release();
       await accepted.session.release();
     }
   }

@@ -95,6 +95,7 @@ export class AgentService {
       if (session.engineSession.kind === 'new' || session.engineSession.kind === 'fork') await this.deps.sessions.hide(session.sessionId);
       container = await AgentContainer.start(this.deps.container, agentId, accepted.plan, session);
     } catch (error) {
+      accepted.slot.release();
       await session.release().catch(() => undefined);
       if (error instanceof BerthError) throw error;
       this.deps.log.error({ err: error, agentId }, 'agent spawn failed');
@@ -112,7 +113,8 @@ export class AgentService {
       now: this.deps.now,
       onStatus: () => this.reportStatuses(),
     });
-    const ended = container.monitor(agent);
+    // The agent holds its container slot until its container is gone.
+    const ended = container.monitor(agent).finally(() => accepted.slot.release());
     this.entries.set(agentId, { agent, container, ended, owner: caller.owner });
     this.reportStatuses();
     if (disabled) {

@@ -9,7 +9,8 @@ import type { CrashInfo, CrashReason, JobChange } from '../../store/jobs/job-sto
 
 /** What the job service needs of RunService (a fake in unit tests). */
 export interface JobRunner {
-  accept(request: RunRequest, options: { readonly caller: Caller }): Promise<AcceptedRun>;
+  accept(request: RunRequest, options: { readonly caller: Caller; readonly slot?: 'now' | 'later' }): Promise<AcceptedRun>;
+  abandon(accepted: AcceptedRun): Promise<void>;
   execute(accepted: AcceptedRun, mode: RunMode, signal: AbortSignal, hooks?: RunHooks): Promise<RunOutcome>;
   toResult(accepted: AcceptedRun, outcome: RunOutcome): Promise<RunResult>;
   crashError(accepted: AcceptedRun, outcome: Extract<RunOutcome, { kind: 'crashed' }>): BerthError;

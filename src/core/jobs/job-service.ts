@@ -108,7 +108,8 @@ export class JobService {
   /** POST /run/async: validation and the session happen here, so refusals are ordinary HTTP errors. */
   async submit(request: RunRequest, caller: Caller): Promise<SubmittedJob> {
     if (this.isStopping()) throw errors.runtimeUnavailable('the service is shutting down; no new jobs are accepted');
-    const accepted = await this.deps.runs.accept(request, { caller });
+    // A job waits for its container slot while pending (runJob), instead of being refused like a sync run.
+    const accepted = await this.deps.runs.accept(request, { caller, slot: 'later' });
     const id = `job-${randomUUID()}`;
     let inserted = false;
     try {
@@ -127,7 +128,7 @@ export class JobService {
       this.queue.enqueue(id, () => track(this.jobTasks, this.runJob(id)));
     } catch (error) {
       this.accepted.delete(id);
-      await accepted.session.release();
+      await this.deps.runs.abandon(accepted);
       if (!inserted) throw error;
       // The queue closed under us (shutdown): the stored job must not stay pending.
       await this.deps.store.transition(id, ['pending'], { status: 'crashed', crashInfo: serviceCrash('service_stop'), error: JOB_MESSAGES.stoppedWhilePending }, this.timestamp());
@@ -211,9 +212,12 @@ export class JobService {
     // Registered before the job is marked running, so a DELETE in between finds something to abort.
     this.running.set(id, { controller, done: new Promise<void>((resolve) => (finish = resolve)) });
     try {
+      // Still pending until a container slot is free (SERVICE_MAX_CONTAINERS, _PER_CALLER); a cancel or
+      // the shutdown ends the wait and is handled just below.
+      await accepted.slot.wait(controller.signal).catch(() => undefined);
       const started = await this.deps.store.transition(id, ['pending'], { status: 'running' }, this.timestamp());
       if (!started || controller.signal.aborted || this.isStopping()) {
-        await accepted.session.release();
+        await this.deps.runs.abandon(accepted);
         if (started && this.isStopping()) {
           await this.conclude(id, { status: 'crashed', crashInfo: serviceCrash('service_stop'), error: JOB_MESSAGES.stoppedWhilePending });
         }
@@ -264,7 +268,7 @@ export class JobService {
   private async releaseQueued(id: string): Promise<void> {
     const accepted = this.accepted.get(id);
     this.accepted.delete(id);
-    await accepted?.session.release();
+    if (accepted) await this.deps.runs.abandon(accepted);
   }
 
   private async prune(): Promise<void> {

@@ -17,6 +17,7 @@ import { estimateCostUsd } from '../../engine/pricing.js';
 import type { TokenUsage } from '../../engine/stream-json.js';
 import { RunPhases, type PhaseDurations } from './run-phases.js';
 import type { Caller } from '../auth/caller.js';
+import { RunSlot, type ContainerSlots } from './container-slots.js';
 
 export type RunMode = 'sync' | 'async' | 'stream' | 'agent';
 
@@ -47,6 +48,7 @@ export interface RunServiceDependencies {
   readonly images: ImageCheck;
   readonly executor: RunExecutor;
   readonly engineAccess: EngineAccess;
+  readonly slots: ContainerSlots;
   readonly log: Logger;
   readonly observer?: RunObserver;
   /** Aborted at service shutdown: every run in flight is cancelled and its container removed. */
@@ -60,6 +62,8 @@ export interface AcceptedRun {
   readonly session: PreparedSession;
   /** Where the run's time goes, from acceptance to the container's removal. */
   readonly phases: RunPhases;
+  /** Its place under SERVICE_MAX_CONTAINERS(_PER_CALLER); released with its container. */
+  readonly slot: RunSlot;
 }
 
 export function newRunId(): string {
@@ -77,7 +81,28 @@ export class RunService {
   }
 
   /** Everything that can refuse a request, before any container exists. */
-  async accept(request: RunRequest, options: { readonly caller: Caller; readonly sessionId?: string }): Promise<AcceptedRun> {
+  async accept(
+    request: RunRequest,
+    options: { readonly caller: Caller; readonly sessionId?: string; readonly slot?: 'now' | 'later' },
+  ): Promise<AcceptedRun> {
+    const slot = new RunSlot(this.deps.slots, options.caller.owner);
+    // Taken first: a caller at its limit is refused before anything is validated, locked or created.
+    if (options.slot !== 'later') slot.take();
+    try {
+      return await this.acceptWith(request, options, slot);
+    } catch (error) {
+      slot.release();
+      throw error;
+    }
+  }
+
+  /** Gives up an accepted run that will not be executed: its session and its slot. */
+  async abandon(accepted: AcceptedRun): Promise<void> {
+    accepted.slot.release();
+    await accepted.session.release();
+  }
+
+  private async acceptWith(request: RunRequest, options: { readonly caller: Caller; readonly sessionId?: string }, slot: RunSlot): Promise<AcceptedRun> {
     const phases = new RunPhases();
     const plan = await phases.measure('validate', () =>
       validateRunRequest(request, {
@@ -89,7 +114,7 @@ export class RunService {
     await phases.measure('image_check', () => this.deps.images.ensureRunnable(plan.container.image));
     const session = await phases.measure('session', () => this.deps.sessions.prepare(plan.session, plan.workdir, { owner: options.caller.owner, ...(options.sessionId !== undefined ? { presetId: options.sessionId } : {}) }));
     phases.mark();
-    return { runId: newRunId(), plan, session, phases };
+    return { runId: newRunId(), plan, session, phases, slot };
   }
 
   /** Runs an accepted run to its outcome and releases its session. */
@@ -138,6 +163,7 @@ export class RunService {
         { runId: accepted.runId, sessionId: accepted.session.sessionId, mode, outcome: outcomeLabel, durationMs, phases: phaseDurations },
         'run finished',
       );
+      accepted.slot.release();
       await accepted.session.release();
     }
   }

@@ -67,7 +67,7 @@ export function registerStreamRoutes(app: FastifyInstance, deps: StreamRouteDepe
       const accepted = await runs.accept(toRunRequest(request.query), { caller: requestCaller(request) });
       await streamEvents(reply, { heartbeatMs: deps.heartbeatMs, subscribers: deps.subscribers }, async (events) => {
         if (events.signal.aborted) {
-          await accepted.session.release();
+          await runs.abandon(accepted);
           return;
         }
         const outcome = await runs.execute(accepted, 'stream', events.signal, {

@@ -1,0 +1,46 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ContainerSlots } from '../../src/core/runs/container-slots.js';
+import { BerthError } from '../../src/errors.js';
+
+const refusedWith = (status: number, variable: string) => (error: unknown) =>
+  error instanceof BerthError && error.status === status && error.message.includes(variable);
+
+test('a caller at its own limit gets 429 naming the setting; others still get slots', () => {
+  const slots = new ContainerSlots({ total: 10, perCaller: 2 });
+  slots.take('alice');
+  slots.take('alice');
+  assert.throws(() => slots.take('alice'), refusedWith(429, 'SERVICE_MAX_CONTAINERS_PER_CALLER'));
+  slots.take('bob');
+  assert.equal(slots.inUse, 3);
+});
+
+test('a full server gets 503 naming the setting, and a released slot is free again', () => {
+  const slots = new ContainerSlots({ total: 2, perCaller: 5 });
+  const first = slots.take('alice');
+  slots.take('bob');
+  assert.throws(() => slots.take('carol'), refusedWith(503, 'SERVICE_MAX_CONTAINERS'));
+  first.release();
+  first.release(); // idempotent
+  assert.equal(slots.inUse, 1);
+  slots.take('carol');
+});
+
+test('waiters get freed slots in arrival order, only when their own limit allows; an abort leaves the line', async () => {
+  const slots = new ContainerSlots({ total: 2, perCaller: 1 });
+  const alice = slots.take('alice');
+  const bob = slots.take('bob');
+  const order: string[] = [];
+  const controller = new AbortController();
+  const aliceWaits = slots.wait('alice', new AbortController().signal).then((slot) => (order.push('alice'), slot));
+  const carolAborts = slots.wait('carol', controller.signal).then(() => order.push('carol'), () => order.push('carol aborted'));
+  const daveWaits = slots.wait('dave', new AbortController().signal).then((slot) => (order.push('dave'), slot));
+  controller.abort();
+  await carolAborts;
+  bob.release(); // frees a server slot: alice is still at her own limit, so dave gets it
+  await daveWaits;
+  alice.release();
+  await aliceWaits;
+  assert.deepEqual(order, ['carol aborted', 'dave', 'alice']);
+  assert.equal(slots.inUse, 2);
+});
