@@ -79,6 +79,8 @@ export interface Config {
   };
   /** Persistent agents (docs/agents.md). */
   readonly agents: {
+    /** Event streams one agent serves at once. */
+    readonly maxSubscribers: number;
     /** Idle timeout when a spawn gives none (or 0). */
     readonly defaultIdleTimeoutSeconds: number;
     /** Interval of the idle watchdog. */
@@ -94,6 +96,10 @@ export interface Config {
   };
   readonly sse: {
     readonly heartbeatMs: number;
+    /** Unread bytes a client may leave buffered before its stream is closed. */
+    readonly maxBufferedBytes: number;
+    /** Open event streams on the whole server. */
+    readonly maxStreams: number;
   };
   readonly auth: {
     readonly enabled: boolean;
@@ -308,6 +314,7 @@ export function loadConfig(env: Env = process.env): Config {
       retentionMs: read.duration('SERVICE_JOB_RETENTION', '7d'),
     },
     agents: {
+      maxSubscribers: read.int('SERVICE_AGENT_MAX_SUBSCRIBERS', 8, 1, 10_000),
       defaultIdleTimeoutSeconds: Math.max(1, Math.round(read.duration('SERVICE_AGENT_IDLE_TIMEOUT', '30m') / 1000)),
       idleTickMs: Math.max(10, read.duration('SERVICE_AGENT_IDLE_TICK', '30s')),
       exitedRetentionMs: read.duration('SERVICE_AGENT_EXITED_RETENTION', '5m'),
@@ -320,6 +327,8 @@ export function loadConfig(env: Env = process.env): Config {
     },
     sse: {
       heartbeatMs: read.duration('SERVICE_SSE_HEARTBEAT_INTERVAL', '15s'),
+      maxBufferedBytes: read.memory('SERVICE_SSE_MAX_BUFFER', '4m'),
+      maxStreams: read.int('SERVICE_SSE_MAX_STREAMS', 512, 1, 1_000_000),
     },
     auth: {
       enabled: authEnabled,

@@ -27,6 +27,7 @@ export const ERROR_STATUS = {
   BERTH_ERR_AGENT_EXITED: 410,
   BERTH_ERR_RATE_LIMITED: 429,
   BERTH_ERR_CONTAINERS_PER_CALLER: 429,
+  BERTH_ERR_AGENT_SUBSCRIBERS: 429,
   BERTH_ERR_RUN_FAILED: 500,
   BERTH_ERR_RUN_TIMEOUT: 500,
   BERTH_ERR_RUN_OOM: 500,
@@ -39,6 +40,7 @@ export const ERROR_STATUS = {
   BERTH_ERR_AGENT_NOT_READY: 503,
   BERTH_ERR_AUTH_BLACKLIST_UNAVAILABLE: 503,
   BERTH_ERR_AT_CAPACITY: 503,
+  BERTH_ERR_STREAMS_AT_CAPACITY: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
@@ -96,6 +98,10 @@ export const errors = {
       'BERTH_ERR_CONTAINERS_PER_CALLER',
       `too many containers: this caller already has ${limit} runs, streams or agents running (SERVICE_MAX_CONTAINERS_PER_CALLER); retry when one has ended, or delete an agent`,
     ),
+  tooManySubscribers: (id: string, limit: number) =>
+    new BerthError('BERTH_ERR_AGENT_SUBSCRIBERS', `agent ${id} already has ${limit} event streams open (SERVICE_AGENT_MAX_SUBSCRIBERS); close one first`),
+  streamsAtCapacity: (limit: number) =>
+    new BerthError('BERTH_ERR_STREAMS_AT_CAPACITY', `server at capacity: ${limit} event streams are open (SERVICE_SSE_MAX_STREAMS); retry later`),
   atCapacity: (limit: number) =>
     new BerthError('BERTH_ERR_AT_CAPACITY', `server at capacity: ${limit} containers are running (SERVICE_MAX_CONTAINERS); retry later`),
   runFailed: (message: string) => new BerthError('BERTH_ERR_RUN_FAILED', message),

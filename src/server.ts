@@ -9,6 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { USERNS_SIZE, type Config } from './config.js';
 import { buildApp } from './http/app.js';
+import { StreamLimit, type SseOptions } from './http/sse.js';
 import { startMetricsServer } from './http/metrics-server.js';
 import { createMetrics } from './metrics/metrics.js';
 import { PodmanClient } from './runtime/podman/client.js';
@@ -229,11 +230,19 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       idleTickMs: config.agents.idleTickMs,
       exitedRetentionMs: config.agents.exitedRetentionMs,
       maxPromptBytes: config.maxPromptBytes,
+      maxSubscribers: config.agents.maxSubscribers,
       log: logger,
       observer: { statusCounts: (counts) => Object.entries(counts).forEach(([status, n]) => metrics.agents.set({ status }, n)) },
     });
     stopFirst.push(() => agents.close());
 
+    const streams = new StreamLimit(config.sse.maxStreams);
+    const sse: SseOptions = {
+      heartbeatMs: config.sse.heartbeatMs,
+      subscribers: metrics.sseSubscribers,
+      maxBufferedBytes: config.sse.maxBufferedBytes,
+      admit: () => streams.admit(),
+    };
     const app = await buildApp({
       config,
       logger,
@@ -243,8 +252,8 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       auth: new AuthService({ tokens, blacklist, apiTokens: config.auth.apiTokens, log: logger }),
       extraRoutes: [
         (app) => registerJobRoutes(app, { jobs }),
-        (app) => registerStreamRoutes(app, { runs, heartbeatMs: config.sse.heartbeatMs, subscribers: metrics.sseSubscribers }),
-        (app) => registerAgentRoutes(app, { agents, heartbeatMs: config.sse.heartbeatMs, subscribers: metrics.sseSubscribers }),
+        (app) => registerStreamRoutes(app, { runs, sse }),
+        (app) => registerAgentRoutes(app, { agents, sse }),
         (app) => registerSessionRoutes(app, { sessions: new SessionService({ store: sessions, maxPageSize: config.sessions.maxPageSize }) }),
         (app) =>
           registerImageRoutes(app, {

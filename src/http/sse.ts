@@ -3,7 +3,7 @@
 // comments, an `error` frame when the producer throws, the end of the response in `finally`, and an
 // abort signal for when the client goes away.
 import type { FastifyReply } from 'fastify';
-import { BerthError } from '../errors.js';
+import { BerthError, errors } from '../errors.js';
 
 export interface SseChannel {
   /** Aborted when the client disconnects; the producer stops its work (a run: its container is removed). */
@@ -18,6 +18,31 @@ export interface SseOptions {
   readonly subscribers?: { inc(): void; dec(): void };
   /** The frame sent when the producer throws; default {"type":"error","error":"<message>"}. */
   readonly errorFrame?: (message: string) => unknown;
+  /**
+   * Bytes written but not yet taken by the client beyond which the client counts as not reading: its stream
+   * is ended (as if it had disconnected) instead of Berth buffering without bound.
+   */
+  readonly maxBufferedBytes: number;
+  /** Admits the stream against the server-wide stream limit; the returned function leaves it. */
+  readonly admit?: () => () => void;
+}
+
+/** Open event streams on the whole server (SERVICE_SSE_MAX_STREAMS); beyond it a new stream is a 503. */
+export class StreamLimit {
+  private open = 0;
+
+  constructor(private readonly max: number) {}
+
+  admit(): () => void {
+    if (this.open >= this.max) throw errors.streamsAtCapacity(this.max);
+    this.open += 1;
+    let left = false;
+    return () => {
+      if (left) return;
+      left = true;
+      this.open -= 1;
+    };
+  }
 }
 
 const HEADERS = {
@@ -41,6 +66,8 @@ export function formatFrame(data: unknown, event?: string): string {
 }
 
 export async function streamEvents(reply: FastifyReply, options: SseOptions, produce: (channel: SseChannel) => Promise<void>): Promise<void> {
+  // Admitted before anything is sent: a refusal is still an ordinary JSON error.
+  const leave = options.admit?.() ?? (() => undefined);
   const res = reply.raw;
   const controller = new AbortController();
   let open = true;
@@ -49,7 +76,19 @@ export async function streamEvents(reply: FastifyReply, options: SseOptions, pro
     if (!res.writableFinished) controller.abort();
   };
   const write = (text: string) => {
-    if (open && !res.destroyed) res.write(text);
+    if (!open || res.destroyed) return;
+    // Judged before writing: a client that took what it was sent may receive a frame larger than the
+    // limit; one that left more than the limit unread is not reading.
+    if (res.writableLength > options.maxBufferedBytes) {
+      // The client is not reading: end its stream as a disconnect (its run is cancelled, its agent
+      // subscription left) rather than hold an unbounded buffer for it.
+      reply.log.warn({ bufferedBytes: res.writableLength, limit: options.maxBufferedBytes }, 'event stream client is not reading; closing its stream');
+      open = false;
+      controller.abort();
+      res.destroy();
+      return;
+    }
+    res.write(text);
   };
   res.on('close', onClose);
   // A write racing the disconnect must not become an unhandled 'error' event.
@@ -77,6 +116,7 @@ export async function streamEvents(reply: FastifyReply, options: SseOptions, pro
     write(formatFrame(options.errorFrame ? options.errorFrame(message) : { type: 'error', error: message }));
   } finally {
     clearInterval(heartbeat);
+    leave();
     options.subscribers?.dec();
     if (!res.writableEnded) res.end();
     res.off('close', onClose);

@@ -51,3 +51,14 @@ test('a subscriber that leaves is removed from the fan-out and its iteration end
   fanout.publish(event(1));
   assert.equal(subscription.size, 0);
 });
+
+test('a subscriber holds at most its byte budget of queued events, however large each is', () => {
+  {
+    const fanout = new EventFanout(1000);
+    const slow = fanout.subscribe();
+    const big = { type: 'output', turn_id: 't', content: 'x'.repeat(1024 * 1024), at: '' } as unknown as AgentEvent;
+    for (let i = 0; i < 20; i++) fanout.publish(big);
+    assert.ok(slow.size <= 4, `queued ${slow.size} one-MiB events`);
+    assert.ok(slow.dropped >= 16);
+  }
+});

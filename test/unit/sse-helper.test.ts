@@ -18,7 +18,7 @@ before(async () => {
   app = Fastify();
   const route = (path: string, heartbeatMs: number, produce: (channel: SseChannel) => Promise<void>) =>
     app.get(path, async (_request, reply) => {
-      await streamEvents(reply, { heartbeatMs, subscribers: counter }, async (channel) => {
+      await streamEvents(reply, { heartbeatMs, subscribers: counter, maxBufferedBytes: 1024 * 1024 }, async (channel) => {
         lastChannel = channel;
         await produce(channel);
       });
@@ -101,5 +101,38 @@ describe('SSE helper', () => {
     assert.throws(() => checkEventName('output\ndata: forged'), TypeError);
     assert.throws(() => formatFrame({}, 'a\rb'), TypeError);
     assert.equal(formatFrame({ a: 1 }, 'ok'), 'event: ok\ndata: {"a":1}\n\n');
+  });
+});
+
+describe('a client that does not read', () => {
+  it('is cut off once it leaves more than maxBufferedBytes unread, and its producer is aborted', async () => {
+    const { connect } = await import('node:net');
+    const fastify = (await import('fastify')).default;
+    const app = fastify();
+    let aborted = false;
+    app.get('/flood', async (_request, reply) => {
+      await streamEvents(reply, { heartbeatMs: 60_000, maxBufferedBytes: 64 * 1024 }, async (channel) => {
+        const chunk = 'x'.repeat(64 * 1024);
+        for (let i = 0; i < 2000 && !channel.signal.aborted; i++) {
+          channel.send({ type: 'output', content: chunk });
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        aborted = channel.signal.aborted;
+      });
+    });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    try {
+      const port = (app.server.address() as { port: number }).port;
+      const socket = connect({ host: '127.0.0.1', port });
+      await new Promise<void>((resolve) => socket.once('connect', resolve));
+      socket.write(`GET /flood HTTP/1.1\r\nHost: x\r\n\r\n`);
+      socket.pause();
+      socket.on('error', () => undefined);
+      for (let waited = 0; !aborted && waited < 20_000; waited += 50) await delay(50);
+      assert.equal(aborted, true, 'the producer was stopped instead of buffering ~128 MiB for the client');
+      socket.destroy();
+    } finally {
+      await app.close();
+    }
   });
 });

@@ -32,6 +32,8 @@ export interface AgentServiceDependencies {
   readonly idleTickMs: number;
   readonly exitedRetentionMs: number;
   readonly maxPromptBytes: number;
+  /** Event streams per agent (SERVICE_AGENT_MAX_SUBSCRIBERS). */
+  readonly maxSubscribers: number;
   readonly log: Logger;
   readonly observer?: { statusCounts(counts: Readonly<Record<AgentStatus, number>>): void };
   readonly now?: () => number;
@@ -112,6 +114,7 @@ export class AgentService {
       write: (line) => container.write(line),
       now: this.deps.now,
       onStatus: () => this.reportStatuses(),
+      maxSubscribers: this.deps.maxSubscribers,
     });
     // The agent holds its container slot until its container is gone.
     const ended = container.monitor(agent).finally(() => accepted.slot.release());

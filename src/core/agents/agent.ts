@@ -29,6 +29,8 @@ export interface AgentOptions {
   readonly now?: () => number;
   readonly newTurnId?: () => string;
   readonly subscriberBuffer?: number;
+  /** Event streams one agent serves at once (SERVICE_AGENT_MAX_SUBSCRIBERS); beyond it subscribe() is a 429. */
+  readonly maxSubscribers?: number;
   /** Called after every status change (metrics). */
   readonly onStatus?: () => void;
 }
@@ -111,6 +113,8 @@ export class Agent {
 
   /** A new subscriber; an exited agent's subscription holds only its exited and closed events. */
   subscribe(): Subscription {
+    const max = this.options.maxSubscribers ?? Number.POSITIVE_INFINITY;
+    if (this.fanout.count >= max) throw errors.tooManySubscribers(this.id, max);
     const subscription = this.fanout.subscribe();
     if (this.statusValue === 'exited') subscription.finish(this.finalEvents());
     return subscription;

@@ -1,13 +1,17 @@
-// Fan-out of an agent's events to any number of subscribers, each with its own bounded buffer: a slow
-// subscriber loses events (counted in `dropped`) instead of slowing the agent or growing without bound.
+// Fan-out of an agent's events to its subscribers, each with its own buffer bounded in events and in bytes:
+// a slow subscriber loses events (counted in `dropped`) instead of slowing the agent or growing without
+// bound, however large single events are.
 // The end of a subscription (exited, then closed) is always delivered, beyond the capacity if need be,
 // so that every subscriber learns why its stream ends.
 import type { AgentEvent } from './agent-types.js';
 
 export const SUBSCRIBER_BUFFER = 32;
+/** Bytes of events (as JSON) one subscriber may have queued. */
+export const SUBSCRIBER_BUFFER_BYTES = 4 * 1024 * 1024;
 
 export class Subscription implements AsyncIterable<AgentEvent> {
-  private readonly queue: AgentEvent[] = [];
+  private readonly queue: { event: AgentEvent; bytes: number }[] = [];
+  private queuedBytes = 0;
   private waiting: (() => void) | undefined;
   private ended = false;
   dropped = 0;
@@ -15,16 +19,18 @@ export class Subscription implements AsyncIterable<AgentEvent> {
   constructor(
     private readonly capacity: number,
     private readonly onClose: (subscription: Subscription) => void,
+    private readonly capacityBytes = SUBSCRIBER_BUFFER_BYTES,
   ) {}
 
-  /** Queues an event; false when the buffer was full and the event was dropped. */
-  push(event: AgentEvent): boolean {
+  /** Queues an event of `bytes` (its JSON size); false when the buffer was full and the event was dropped. */
+  push(event: AgentEvent, bytes = 0): boolean {
     if (this.ended) return false;
-    if (this.queue.length >= this.capacity) {
+    if (this.queue.length >= this.capacity || (this.queue.length > 0 && this.queuedBytes + bytes > this.capacityBytes)) {
       this.dropped += 1;
       return false;
     }
-    this.queue.push(event);
+    this.queue.push({ event, bytes });
+    this.queuedBytes += bytes;
     this.wake();
     return true;
   }
@@ -32,7 +38,7 @@ export class Subscription implements AsyncIterable<AgentEvent> {
   /** Queues the final events whatever the buffer holds, then ends the subscription. */
   finish(finalEvents: readonly AgentEvent[]): void {
     if (this.ended) return;
-    this.queue.push(...finalEvents);
+    this.queue.push(...finalEvents.map((event) => ({ event, bytes: 0 })));
     this.ended = true;
     this.wake();
   }
@@ -41,6 +47,7 @@ export class Subscription implements AsyncIterable<AgentEvent> {
   close(): void {
     if (!this.ended) this.ended = true;
     this.queue.length = 0;
+    this.queuedBytes = 0;
     this.onClose(this);
     this.wake();
   }
@@ -54,7 +61,8 @@ export class Subscription implements AsyncIterable<AgentEvent> {
       for (;;) {
         const next = this.queue.shift();
         if (next) {
-          yield next;
+          this.queuedBytes -= next.bytes;
+          yield next.event;
           continue;
         }
         if (this.ended) return;
@@ -84,7 +92,9 @@ export class EventFanout {
   }
 
   publish(event: AgentEvent): void {
-    for (const subscription of this.subscriptions) subscription.push(event);
+    if (this.subscriptions.size === 0) return;
+    const bytes = Buffer.byteLength(JSON.stringify(event));
+    for (const subscription of this.subscriptions) subscription.push(event, bytes);
   }
 
   /** Delivers the final events to every subscriber and ends them all. */

@@ -8,7 +8,7 @@ import { EngineOptionsSchema } from '../../core/run-request.js';
 import type { AgentService } from '../../core/agents/agent-service.js';
 import { AGENT_STATUSES } from '../../core/agents/agent-types.js';
 import { errorResponses } from '../schemas.js';
-import { streamEvents } from '../sse.js';
+import { streamEvents, type SseOptions } from '../sse.js';
 
 const AgentSnapshotSchema = Type.Object({
   id: Type.String({ description: 'Agent id, prefix agent-' }),
@@ -49,8 +49,8 @@ const EVENTS = [
 
 export interface AgentRouteDependencies {
   readonly agents: AgentService;
-  readonly heartbeatMs: number;
-  readonly subscribers?: { inc(): void; dec(): void };
+  /** Heartbeats, the per-client buffer limit and the server-wide stream limit (http/sse.ts). */
+  readonly sse: SseOptions;
 }
 
 export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDependencies): void {
@@ -124,7 +124,7 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDepend
     },
     async (request, reply) => {
       const subscription = agents.subscribe(request.params.id, requestCaller(request));
-      await streamEvents(reply, { heartbeatMs: deps.heartbeatMs, subscribers: deps.subscribers }, async (channel) => {
+      await streamEvents(reply, deps.sse, async (channel) => {
         const leave = () => subscription.close();
         channel.signal.addEventListener('abort', leave, { once: true });
         if (channel.signal.aborted) leave();

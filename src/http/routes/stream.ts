@@ -7,7 +7,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { RunRequest } from '../../core/run-request.js';
 import type { RunService } from '../../core/runs/run-service.js';
 import { errorResponses } from '../schemas.js';
-import { streamEvents } from '../sse.js';
+import { streamEvents, type SseOptions } from '../sse.js';
 
 const StreamQuerySchema = Type.Object(
   {
@@ -30,8 +30,8 @@ const FRAMES = [
 
 export interface StreamRouteDependencies {
   readonly runs: RunService;
-  readonly heartbeatMs: number;
-  readonly subscribers?: { inc(): void; dec(): void };
+  /** Heartbeats, the per-client buffer limit and the server-wide stream limit (http/sse.ts). */
+  readonly sse: SseOptions;
 }
 
 /** The query as a run request. Resuming is the only session operation here, so session_id alone resumes. */
@@ -65,7 +65,7 @@ export function registerStreamRoutes(app: FastifyInstance, deps: StreamRouteDepe
     async (request, reply) => {
       const { runs } = deps;
       const accepted = await runs.accept(toRunRequest(request.query), { caller: requestCaller(request) });
-      await streamEvents(reply, { heartbeatMs: deps.heartbeatMs, subscribers: deps.subscribers }, async (events) => {
+      await streamEvents(reply, deps.sse, async (events) => {
         if (events.signal.aborted) {
           await runs.abandon(accepted);
           return;
