@@ -2,6 +2,7 @@
 // An invalid value stops the start with a message that names the variable.
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
+import { isIP } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { parseCpus, parseDuration, parseMemory } from './units.js';
 import { API_TOKEN_RULE, JWT_SECRET_RULE, secretWeakness } from './secret-strength.js';
@@ -93,6 +94,8 @@ export interface Config {
     readonly maxRetries: number;
     readonly retryBaseDelayMs: number;
     readonly timeoutMs: number;
+    /** Host names, IPs or CIDRs webhooks may target although internal. */
+    readonly allowedHosts: readonly string[];
   };
   readonly sse: {
     readonly heartbeatMs: number;
@@ -212,6 +215,21 @@ class Reader {
     return cpus;
   }
 
+  /** Host names, IP addresses and CIDRs (`10.0.0.0/8`), each checked. */
+  hostList(name: string): string[] {
+    const entries = this.list(name);
+    for (const entry of entries) {
+      const [address, prefix, extra] = entry.split('/');
+      const family = isIP(address ?? '');
+      const validPrefix = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 6 ? 128 : 32));
+      const hostName = family === 0 && prefix === undefined && /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/i.test(entry);
+      if (extra !== undefined || !(hostName || (family !== 0 && validPrefix))) {
+        throw new ConfigError(name, `"${entry}" is neither a host name, an IP address nor a CIDR like 10.0.0.0/8`);
+      }
+    }
+    return entries;
+  }
+
   list(name: string): string[] {
     return (this.env[name] ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
   }
@@ -324,6 +342,7 @@ export function loadConfig(env: Env = process.env): Config {
       maxRetries: read.int('SERVICE_WEBHOOK_MAX_RETRIES', 5, 0, 50),
       retryBaseDelayMs: read.duration('SERVICE_WEBHOOK_RETRY_BASE_DELAY', '1s'),
       timeoutMs: read.duration('SERVICE_WEBHOOK_TIMEOUT', '10s'),
+      allowedHosts: read.hostList('SERVICE_WEBHOOK_ALLOWED_HOSTS'),
     },
     sse: {
       heartbeatMs: read.duration('SERVICE_SSE_HEARTBEAT_INTERVAL', '15s'),

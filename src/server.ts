@@ -36,6 +36,7 @@ import { startOfflineModel } from './offline-model/server.js';
 import { SqliteJobStore } from './store/jobs/sqlite-job-store.js';
 import { JobService } from './core/jobs/job-service.js';
 import { WebhookDeliverer } from './core/webhooks/deliverer.js';
+import { DestinationPolicy } from './core/webhooks/destination-policy.js';
 import { registerJobRoutes } from './http/routes/jobs.js';
 import { registerStreamRoutes } from './http/routes/stream.js';
 import { AgentService } from './core/agents/agent-service.js';
@@ -173,6 +174,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       hostDir: join(config.agent.sessionsHostDir, '.volumes'),
     });
     await volumeStaging.init();
+    const webhookDestinations = new DestinationPolicy(config.webhooks.allowedHosts);
     const executor = new RunExecutor({ ...containerSettings, runtime, volumeStaging, log: logger });
     const runs = new RunService({
       config,
@@ -182,6 +184,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       executor,
       engineAccess,
       slots: new ContainerSlots({ total: config.maxContainers, perCaller: config.maxContainersPerCaller }),
+      webhookDestinations,
       log: logger,
       shutdownSignal: shutdown.signal,
       observer: {
@@ -197,13 +200,16 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     // Async jobs: jobs a previous process left unfinished are reconciled (their containers were reaped
     // above) before the API listens. At stop this runs after the runs were cancelled, to record their ends.
     const jobStore = new SqliteJobStore(join(config.dataDir, 'jobs.db'));
+    const deliverer = new WebhookDeliverer(config.webhooks, {
+      userAgent: `Berth/${config.version}`,
+      observer: { attempt: (outcome) => metrics.webhookDeliveries.inc({ outcome }) },
+      destinations: webhookDestinations,
+    });
+    cleanups.push(() => deliverer.close());
     const jobs = new JobService({
       store: jobStore,
       runs,
-      webhooks: new WebhookDeliverer(config.webhooks, {
-        userAgent: `Berth/${config.version}`,
-        observer: { attempt: (outcome) => metrics.webhookDeliveries.inc({ outcome }) },
-      }),
+      webhooks: deliverer,
       maxConcurrentRuns: config.maxConcurrentRuns,
       retentionMs: config.jobs.retentionMs,
       log: logger,

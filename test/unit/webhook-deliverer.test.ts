@@ -1,5 +1,6 @@
 // WebhookDeliverer against a real local HTTP server: signatures on the wire, retries with back-off on
 // 5xx, network errors and timeouts, no retry on 4xx, and a stop when the caller aborts.
+import { DestinationPolicy } from '../../src/core/webhooks/destination-policy.js';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -48,7 +49,7 @@ afterEach(() => {
 function deliverer(settings: Partial<WebhookSettings> = {}, outcomes: string[] = []) {
   return new WebhookDeliverer(
     { signingSecret: SECRET, maxRetries: 3, retryBaseDelayMs: 50, timeoutMs: 2_000, ...settings },
-    { userAgent: 'Berth/test', observer: { attempt: (outcome) => outcomes.push(outcome) } },
+    { userAgent: 'Berth/test', observer: { attempt: (outcome) => outcomes.push(outcome) }, destinations: new DestinationPolicy(['127.0.0.1']) },
   );
 }
 

@@ -49,6 +49,8 @@ export interface RunServiceDependencies {
   readonly executor: RunExecutor;
   readonly engineAccess: EngineAccess;
   readonly slots: ContainerSlots;
+  /** Where webhook_url may point (core/webhooks/destination-policy.ts). */
+  readonly webhookDestinations: { check(url: string): Promise<void> };
   readonly log: Logger;
   readonly observer?: RunObserver;
   /** Aborted at service shutdown: every run in flight is cancelled and its container removed. */
@@ -104,12 +106,14 @@ export class RunService {
 
   private async acceptWith(request: RunRequest, options: { readonly caller: Caller; readonly sessionId?: string }, slot: RunSlot): Promise<AcceptedRun> {
     const phases = new RunPhases();
-    const plan = await phases.measure('validate', () =>
-      validateRunRequest(request, {
+    const plan = await phases.measure('validate', async () => {
+      const validated = await validateRunRequest(request, {
         config: this.deps.config,
         secretExists: (name) => this.deps.runtime.secretExists(name),
-      }),
-    );
+      });
+      if (validated.webhookUrl !== undefined) await this.deps.webhookDestinations.check(validated.webhookUrl);
+      return validated;
+    });
     this.deps.engineAccess.current();
     await phases.measure('image_check', () => this.deps.images.ensureRunnable(plan.container.image));
     const session = await phases.measure('session', () => this.deps.sessions.prepare(plan.session, plan.workdir, { owner: options.caller.owner, ...(options.sessionId !== undefined ? { presetId: options.sessionId } : {}) }));

@@ -1,6 +1,9 @@
 // Sends one webhook: POST of a JSON body, signed once, then retried with exponential back-off on network
 // errors, timeouts and 5xx answers, re-sending the same bytes with the same timestamp and signature. A
 // 2xx is delivered; any other answer (3xx: redirects are not followed; 4xx) ends the delivery at once.
+import { isIP } from 'node:net';
+import { Agent, fetch } from 'undici';
+import type { DestinationPolicy } from './destination-policy.js';
 import { setTimeout as delay } from 'node:timers/promises';
 import { signatureHeaders } from './signer.js';
 
@@ -41,10 +44,19 @@ export interface WebhookSender {
 type Attempt = { kind: 'delivered'; status: number } | { kind: 'retryable'; reason: string } | { kind: 'final'; reason: string };
 
 export class WebhookDeliverer implements WebhookSender {
+  /** Connects only to addresses the destination policy allows, resolved by the policy itself. */
+  private readonly dispatcher: Agent;
+
   constructor(
     private readonly settings: WebhookSettings,
-    private readonly options: { readonly userAgent: string; readonly observer?: WebhookObserver },
-  ) {}
+    private readonly options: { readonly userAgent: string; readonly observer?: WebhookObserver; readonly destinations: DestinationPolicy },
+  ) {
+    this.dispatcher = new Agent({ connect: { lookup: options.destinations.connectLookup() as never } });
+  }
+
+  async close(): Promise<void> {
+    await this.dispatcher.close();
+  }
 
   async deliver(delivery: WebhookDelivery, signal: AbortSignal): Promise<DeliveryResult> {
     const headers = {
@@ -75,12 +87,18 @@ export class WebhookDeliverer implements WebhookSender {
   }
 
   private async attempt(delivery: WebhookDelivery, headers: Record<string, string>, signal: AbortSignal): Promise<Attempt> {
+    // A literal IP is connected to without a lookup: judged here. Names are judged by the lookup.
+    const host = new URL(delivery.url).hostname.replace(/^\[(.*)\]$/, '$1');
+    if (isIP(host) !== 0 && !this.options.destinations.allows(host, host)) {
+      return { kind: 'final', reason: `destination ${host} is an internal address (SERVICE_WEBHOOK_ALLOWED_HOSTS)` };
+    }
     try {
       const response = await fetch(delivery.url, {
         method: 'POST',
         headers,
         body: delivery.body,
         redirect: 'manual',
+        dispatcher: this.dispatcher,
         signal: AbortSignal.any([signal, AbortSignal.timeout(this.settings.timeoutMs)]),
       });
       // The body is not read: only the status counts, and an endless body must not hold the delivery.
@@ -91,6 +109,7 @@ export class WebhookDeliverer implements WebhookSender {
     } catch (error) {
       const cause = (error as { cause?: { code?: string; message?: string } }).cause;
       const name = (error as Error).name;
+      if (cause?.code === 'EDESTINATIONDENIED') return { kind: 'final', reason: cause.message ?? 'destination denied' };
       const reason = name === 'TimeoutError' ? `no answer within ${this.settings.timeoutMs} ms` : (cause?.code ?? cause?.message ?? (error as Error).message);
       return { kind: 'retryable', reason: `request failed: ${reason}` };
     }
