@@ -9,6 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { USERNS_SIZE, type Config } from './config.js';
 import { buildApp } from './http/app.js';
+import { checkoutCommit, versionInfo } from './version.js';
 import { StreamLimit, type SseOptions } from './http/sse.js';
 import { startMetricsServer } from './http/metrics-server.js';
 import { createMetrics } from './metrics/metrics.js';
@@ -255,6 +256,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       metrics,
       runs,
       status: new SystemStatus(config, runtime, engineAccess),
+      version: versionInfo({ engineImage: config.agent.engineImage, agentImage: config.agent.image }, await checkoutCommit(join(import.meta.dirname, '..'))),
       auth: new AuthService({ tokens, blacklist, apiTokens: config.auth.apiTokens, log: logger }),
       extraRoutes: [
         (app) => registerJobRoutes(app, { jobs }),

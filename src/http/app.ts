@@ -1,5 +1,6 @@
 // The Fastify application: error handling, validators, OpenAPI, cross-cutting plugins, then routes.
 // Everything it serves comes in through AppServices; it builds nothing of the domain itself.
+import type { VersionInfo } from '../version.js';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import type { Logger } from 'pino';
@@ -25,6 +26,7 @@ export interface AppServices {
   readonly metrics: Metrics;
   readonly runs: RunService;
   readonly status: SystemStatus;
+  readonly version: VersionInfo;
   readonly auth: AuthService;
   /** Extra route groups (jobs, sessions, streams) registered by their own modules. */
   readonly extraRoutes?: readonly ((app: FastifyInstance) => void)[];
@@ -94,7 +96,7 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
 
   app.get('/swagger/doc.json', { schema: { hide: true } }, async () => app.swagger());
   registerAuthRoutes(app, { auth: services.auth, metrics: services.metrics });
-  registerSystemRoutes(app, { status: services.status });
+  registerSystemRoutes(app, { status: services.status, version: services.version });
   registerRunRoutes(app, { runs: services.runs });
   for (const register of services.extraRoutes ?? []) register(app);
   return app;

@@ -24,6 +24,7 @@ export interface AuthDeps {
 /** `METHOD route-pattern` pairs that need no access token. HEAD follows GET (Fastify adds HEAD routes). */
 export const OPEN_ROUTES: ReadonlySet<string> = new Set([
   'GET /health',
+  'GET /version',
   'GET /metrics',
   'POST /auth/token',
   'POST /auth/refresh',
