@@ -87,22 +87,17 @@ export class PodmanRuntime implements ContainerRuntime {
   async attachOutput(id: string): Promise<{ readonly output: AsyncIterable<OutputChunk>; close(): void }> {
     // Podman follows a container's log file by polling (every 250 ms in 4.3), which made every run wait
     // about half a second for its first and last lines; attach streams them as the engine writes.
-    const socket = await this.client.upgrade(`/containers/${id}/attach`, { stdin: false, stdout: true, stderr: true, stream: true });
-    socket.on('error', () => undefined);
-    return {
-      output: (async function* () {
-        try {
-          yield* demultiplex(socket as AsyncIterable<Buffer>);
-        } catch (error) {
-          if (!socket.destroyed) throw error;
-        }
-      })(),
-      close: () => socket.destroy(),
-    };
+    const { output, close } = await this.attachStreams(id, false);
+    return { output, close };
   }
 
   async attach(id: string): Promise<AttachedContainer> {
-    const socket = await this.client.upgrade(`/containers/${id}/attach`, { stdin: true, stdout: true, stderr: true, stream: true });
+    return this.attachStreams(id, true);
+  }
+
+  /** One hijacked attach connection: stdout/stderr demultiplexed, and stdin when asked for. */
+  private async attachStreams(id: string, stdin: boolean): Promise<AttachedContainer> {
+    const socket = await this.client.upgrade(`/containers/${id}/attach`, { stdin, stdout: true, stderr: true, stream: true });
     // Without a TTY the hijacked stream is Docker-multiplexed; ending the write side closes the container's stdin.
     // A write after the container ended fails with EPIPE: the end is reported by `output`, not as a crash.
     socket.on('error', () => undefined);
