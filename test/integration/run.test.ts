@@ -1,4 +1,6 @@
 // POST /run end to end: real Podman, the real engine binary mounted from its image, the offline model.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, afterEach, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestBerth, type TestBerth } from '../support/berth.js';
@@ -99,6 +101,9 @@ describe('POST /run with the embedded offline model', () => {
     });
     assert.equal(response.status, 500);
     assert.match(response.body.error, /out of memory \(container\.memory 64m\)/);
+    // conmon writes a file named `oom` into its working directory: Berth's, never the directory it was started in.
+    assert.equal(existsSync(join(process.cwd(), 'oom')), false, 'no stray oom file where Berth was started');
+    assert.ok(existsSync(join(t.config.dataDir, 'podman')), 'Berth runs Podman in its own directory');
   });
 
   test('an engine API failure is a 500 with the engine\'s message', async () => {

@@ -22,6 +22,10 @@ export async function startPodmanService(runDir: string, log: (message: string) 
   // Its own process group: Ctrl-C on Berth's terminal must not kill Podman before Berth has removed its
   // containers and secrets through it. Berth stops it last; a stale one is stopped at the next start.
   const child: ChildProcess = spawn('podman', ['system', 'service', '--time=0', `unix://${socketPath}`], {
+    // conmon, started by the service for each container, writes a file named `oom` into its working
+    // directory when the kernel OOM-kills a container: keep that in Berth's run directory, not wherever
+    // Berth was started (a checkout would collect stray `oom` files).
+    cwd: runDir,
     env: { ...process.env, CONTAINERS_CONF: process.env.CONTAINERS_CONF ?? PROJECT_CONTAINERS_CONF },
     stdio: ['ignore', 'ignore', 'pipe'],
     detached: true,
