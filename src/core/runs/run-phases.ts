@@ -25,9 +25,22 @@ export type RunPhase = (typeof RUN_PHASES)[number];
 
 export type PhaseDurations = Partial<Record<RunPhase, number>>;
 
+/** When a phase ran, in epoch milliseconds (for trace spans). */
+export interface PhaseInterval {
+  readonly phase: RunPhase;
+  readonly startMs: number;
+  readonly endMs: number;
+}
+
+/** performance.now() as epoch milliseconds. */
+const epochMs = (now: number) => performance.timeOrigin + now;
+
 export class RunPhases {
   private readonly durations: PhaseDurations = {};
+  private readonly recorded: PhaseInterval[] = [];
   private markedAt = performance.now();
+  /** When the run was accepted, in epoch milliseconds. */
+  readonly startedAtMs = epochMs(this.markedAt);
 
   /** Runs `work` and records its duration as `phase` (also when it throws). */
   async measure<T>(phase: RunPhase, work: () => Promise<T>): Promise<T> {
@@ -35,7 +48,7 @@ export class RunPhases {
     try {
       return await work();
     } finally {
-      this.add(phase, performance.now() - started);
+      this.add(phase, started, performance.now());
     }
   }
 
@@ -47,7 +60,7 @@ export class RunPhases {
   /** Records the time since the last mark() as `phase` and marks again. */
   end(phase: RunPhase): void {
     const now = performance.now();
-    this.add(phase, now - this.markedAt);
+    this.add(phase, this.markedAt, now);
     this.markedAt = now;
   }
 
@@ -65,7 +78,13 @@ export class RunPhases {
     return ordered;
   }
 
-  private add(phase: RunPhase, ms: number): void {
-    this.durations[phase] = (this.durations[phase] ?? 0) + ms;
+  /** Every phase as it ran, in order. */
+  intervals(): readonly PhaseInterval[] {
+    return this.recorded;
+  }
+
+  private add(phase: RunPhase, start: number, end: number): void {
+    this.durations[phase] = (this.durations[phase] ?? 0) + (end - start);
+    this.recorded.push({ phase, startMs: epochMs(start), endMs: epochMs(end) });
   }
 }
