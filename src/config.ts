@@ -97,6 +97,11 @@ export interface Config {
     /** Host names, IPs or CIDRs webhooks may target although internal. */
     readonly allowedHosts: readonly string[];
   };
+  readonly tracing: {
+    /** OTLP/HTTP traces endpoint (e.g. https://collector:4318/v1/traces); undefined: tracing off. */
+    readonly endpoint: string | undefined;
+    readonly sampleRatio: number;
+  };
   readonly sse: {
     readonly heartbeatMs: number;
     /** Unread bytes a client may leave buffered before its stream is closed. */
@@ -142,6 +147,33 @@ export const BERTH_VERSION = PACKAGE.version;
 /** Container uids/gids 0–65535 are mapped into the host range starting at SERVICE_AGENT_USERNS_BASE. */
 export const USERNS_SIZE = 65_536;
 export const ENGINE_VERSION = PACKAGE.optionalDependencies['@anthropic-ai/claude-code-linux-x64'] ?? 'unknown';
+
+function atMostOne(name: string, value: number): number {
+  if (value > 1) throw new ConfigError(name, `${value} is not a ratio between 0 and 1`);
+  return value;
+}
+
+/**
+ * The tracing endpoint, secure by default: https:// with the certificate verified; a plain http:// one only
+ * when SERVICE_TRACING_INSECURE=true says the operator means it (spans would cross the network unprotected).
+ */
+function tracingEndpoint(endpoint: string | undefined, insecure: boolean): string | undefined {
+  if (endpoint === undefined || endpoint === '') return undefined;
+  let url: URL;
+  try {
+    url = new URL(endpoint);
+  } catch {
+    throw new ConfigError('SERVICE_TRACING_ENDPOINT', `"${endpoint}" is not a URL (for example https://collector:4318/v1/traces)`);
+  }
+  if (url.protocol === 'http:' && !insecure) {
+    throw new ConfigError(
+      'SERVICE_TRACING_ENDPOINT',
+      `"${endpoint}" is plain http: spans would be sent unencrypted; use https://, or set SERVICE_TRACING_INSECURE=true to accept that`,
+    );
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError('SERVICE_TRACING_ENDPOINT', `"${endpoint}" must be an http(s) URL`);
+  return endpoint;
+}
 
 /** Why a JWT secret is guessable, or undefined (kept for callers of the older name). */
 export function isWeakJwtSecret(secret: string): string | undefined {
@@ -343,6 +375,10 @@ export function loadConfig(env: Env = process.env): Config {
       retryBaseDelayMs: read.duration('SERVICE_WEBHOOK_RETRY_BASE_DELAY', '1s'),
       timeoutMs: read.duration('SERVICE_WEBHOOK_TIMEOUT', '10s'),
       allowedHosts: read.hostList('SERVICE_WEBHOOK_ALLOWED_HOSTS'),
+    },
+    tracing: {
+      endpoint: tracingEndpoint(read.optional('SERVICE_TRACING_ENDPOINT'), read.bool('SERVICE_TRACING_INSECURE', false)),
+      sampleRatio: atMostOne('SERVICE_TRACING_SAMPLE_RATIO', read.number('SERVICE_TRACING_SAMPLE_RATIO', 1, 0)),
     },
     sse: {
       heartbeatMs: read.duration('SERVICE_SSE_HEARTBEAT_INTERVAL', '15s'),

@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import { USERNS_SIZE, type Config } from './config.js';
 import { buildApp } from './http/app.js';
 import { checkoutCommit, versionInfo } from './version.js';
+import { startTracing } from './tracing.js';
 import { StreamLimit, type SseOptions } from './http/sse.js';
 import { startMetricsServer } from './http/metrics-server.js';
 import { createMetrics } from './metrics/metrics.js';
@@ -81,6 +82,10 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     }
   };
   try {
+    const stopTracing = startTracing({ endpoint: config.tracing.endpoint, sampleRatio: config.tracing.sampleRatio, serviceVersion: config.version, instance: config.instanceName });
+    // Last of all: spans of the shutdown itself are still exported.
+    cleanups.unshift(stopTracing);
+    if (config.tracing.endpoint !== undefined) logger.info({ endpoint: config.tracing.endpoint, sampleRatio: config.tracing.sampleRatio }, 'exporting traces');
     await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
 
     let podmanService: PodmanService | undefined;

@@ -1,5 +1,6 @@
 // The Fastify application: error handling, validators, OpenAPI, cross-cutting plugins, then routes.
 // Everything it serves comes in through AppServices; it builds nothing of the domain itself.
+import { registerRequestTracing } from './plugins/tracing.js';
 import type { VersionInfo } from '../version.js';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
@@ -82,6 +83,7 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
     );
   });
 
+  registerRequestTracing(app);
   registerHttpMetrics(app, services.metrics);
   // Rate limiting runs before authentication so that a flood of bad tokens is limited too.
   if (config.rateLimit.enabled) {

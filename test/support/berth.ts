@@ -9,6 +9,7 @@ import pino from 'pino';
 import { loadConfig, type Config } from '../../src/config.js';
 import { startBerth, type RunningBerth } from '../../src/server.js';
 import { INSTANCE_LABEL } from '../../src/runtime/container-runtime.js';
+import { traceFields } from '../../src/logging.js';
 
 export interface TestBerth {
   readonly berth: RunningBerth;
@@ -50,8 +51,8 @@ export async function startTestBerth(env: Record<string, string> = {}, options: 
   const config = loadConfig({ ...testEnvironment(dir, instance), ...env });
   const { onLog } = options;
   const logger = onLog
-    ? pino({ level: config.logLevel }, { write: (line: string) => onLog(JSON.parse(line) as Record<string, unknown>) })
-    : pino({ level: config.logLevel });
+    ? pino({ level: config.logLevel, mixin: traceFields }, { write: (line: string) => onLog(JSON.parse(line) as Record<string, unknown>) })
+    : pino({ level: config.logLevel, mixin: traceFields });
   const berth = await startBerth(config, logger);
   let stopped = false;
   return {

@@ -1,4 +1,4 @@
-import { test } from 'node:test';
+import { describe, it, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ConfigError, loadConfig } from '../../src/config.js';
 
@@ -95,4 +95,23 @@ test('authentication is on by default and then needs a strong JWT secret', () =>
   assert.throws(() => loadConfig({}), /SERVICE_JWT_SECRET: is empty/);
   const config = loadConfig({ SERVICE_JWT_SECRET: 'f3a9c1d27b8e4e6a9d0c5b2a7f1e3d9c' });
   assert.equal(config.auth.enabled, true);
+});
+
+describe('tracing settings', () => {
+  const base = { SERVICE_AUTH_ENABLED: 'false' };
+  it('is off without an endpoint, and takes an https endpoint as it is', () => {
+    assert.equal(loadConfig(base).tracing.endpoint, undefined);
+    assert.equal(loadConfig({ ...base, SERVICE_TRACING_ENDPOINT: 'https://collector:4318/v1/traces' }).tracing.endpoint, 'https://collector:4318/v1/traces');
+  });
+  it('refuses a plain http endpoint unless SERVICE_TRACING_INSECURE=true, naming both variables', () => {
+    assert.throws(
+      () => loadConfig({ ...base, SERVICE_TRACING_ENDPOINT: 'http://collector:4318/v1/traces' }),
+      (error: unknown) => error instanceof ConfigError && /SERVICE_TRACING_ENDPOINT/.test(error.message) && /SERVICE_TRACING_INSECURE=true/.test(error.message),
+    );
+    assert.equal(loadConfig({ ...base, SERVICE_TRACING_ENDPOINT: 'http://collector:4318/v1/traces', SERVICE_TRACING_INSECURE: 'true' }).tracing.endpoint, 'http://collector:4318/v1/traces');
+  });
+  it('takes a sample ratio between 0 and 1', () => {
+    assert.equal(loadConfig({ ...base, SERVICE_TRACING_SAMPLE_RATIO: '0.25' }).tracing.sampleRatio, 0.25);
+    assert.throws(() => loadConfig({ ...base, SERVICE_TRACING_SAMPLE_RATIO: '2' }), ConfigError);
+  });
 });

@@ -1,5 +1,6 @@
 // The job state machine with a fake run service: each run ends when the test says so, or when its
 // abort signal fires (as the real executor does: the container is killed, the outcome is `cancelled`).
+import { trace } from '@opentelemetry/api';
 import { ContainerSlots, RunSlot } from '../../src/core/runs/container-slots.js';
 import { SOLE_CALLER } from '../../src/core/auth/caller.js';
 import assert from 'node:assert/strict';
@@ -58,7 +59,7 @@ class FakeRuns implements JobRunner {
         this.released.push(sessionId);
       },
     } as AcceptedRun['session'];
-    return { runId: `run-${this.counter}`, plan, session, phases: new RunPhases(), slot: new RunSlot(this.slots, '') };
+    return { runId: `run-${this.counter}`, plan, session, phases: new RunPhases(), slot: new RunSlot(this.slots, ''), span: trace.getTracer('test').startSpan('run') };
   }
 
   async abandon(accepted: AcceptedRun): Promise<void> {

@@ -18,6 +18,8 @@ import type { TokenUsage } from '../../engine/stream-json.js';
 import { RunPhases, type PhaseDurations } from './run-phases.js';
 import type { Caller } from '../auth/caller.js';
 import { RunSlot, type ContainerSlots } from './container-slots.js';
+import { context, trace, type Span } from '@opentelemetry/api';
+import { endRunSpan, startRunSpan } from './run-tracing.js';
 
 export type RunMode = 'sync' | 'async' | 'stream' | 'agent';
 
@@ -66,6 +68,8 @@ export interface AcceptedRun {
   readonly phases: RunPhases;
   /** Its place under SERVICE_MAX_CONTAINERS(_PER_CALLER); released with its container. */
   readonly slot: RunSlot;
+  /** The run's trace span (a no-op when tracing is off), ended when the run ends or is abandoned. */
+  readonly span: Span;
 }
 
 export function newRunId(): string {
@@ -101,11 +105,27 @@ export class RunService {
   /** Gives up an accepted run that will not be executed: its session and its slot. */
   async abandon(accepted: AcceptedRun): Promise<void> {
     accepted.slot.release();
+    endRunSpan(accepted.span, accepted.phases, { runId: accepted.runId, sessionId: accepted.session.sessionId, mode: 'abandoned', outcome: 'abandoned' });
     await accepted.session.release();
   }
 
   private async acceptWith(request: RunRequest, options: { readonly caller: Caller; readonly sessionId?: string }, slot: RunSlot): Promise<AcceptedRun> {
     const phases = new RunPhases();
+    const span = startRunSpan(phases);
+    const accepted = await this.acceptPhases(request, options, slot, phases).catch((error: unknown) => {
+      span.recordException(error as Error);
+      endRunSpan(span, phases, { runId: '', sessionId: '', mode: 'refused', outcome: 'refused' });
+      throw error;
+    });
+    return { ...accepted, span };
+  }
+
+  private async acceptPhases(
+    request: RunRequest,
+    options: { readonly caller: Caller; readonly sessionId?: string },
+    slot: RunSlot,
+    phases: RunPhases,
+  ): Promise<Omit<AcceptedRun, 'span'>> {
     const plan = await phases.measure('validate', async () => {
       const validated = await validateRunRequest(request, {
         config: this.deps.config,
@@ -141,7 +161,8 @@ export class RunService {
     if (mode === 'async') phases.end('queue');
     let outcomeLabel: Parameters<RunObserver['runFinished']>[1] = 'error';
     try {
-      const outcome = await this.deps.executor.execute({
+      // The run's own span is the parent of what the executor does (Podman calls) for this run.
+      const outcome = await context.with(trace.setSpan(context.active(), accepted.span), () => this.deps.executor.execute({
         runId: accepted.runId,
         plan: accepted.plan,
         session: accepted.session,
@@ -154,7 +175,7 @@ export class RunService {
             hooks.onContainerStarted?.(id);
           },
         },
-      });
+      }));
       outcomeLabel = outcome.kind === 'crashed' ? (outcome.reason === 'signal' ? 'crashed' : outcome.reason) : outcome.kind;
       if (outcome.kind === 'crashed' && outcome.reason === 'cancelled') outcomeLabel = 'cancelled';
       return outcome;
@@ -162,6 +183,7 @@ export class RunService {
       const durationMs = Date.now() - started;
       observer?.containerStopped();
       const phaseDurations = phases.toJSON();
+      endRunSpan(accepted.span, phases, { runId: accepted.runId, sessionId: accepted.session.sessionId, mode, outcome: outcomeLabel });
       observer?.runFinished(mode, outcomeLabel, durationMs, phaseDurations);
       this.deps.log.info(
         { runId: accepted.runId, sessionId: accepted.session.sessionId, mode, outcome: outcomeLabel, durationMs, phases: phaseDurations },

@@ -2,7 +2,10 @@
 // errors, timeouts and 5xx answers, re-sending the same bytes with the same timestamp and signature. A
 // 2xx is delivered; any other answer (3xx: redirects are not followed; 4xx) ends the delivery at once.
 import { isIP } from 'node:net';
+import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { Agent, fetch } from 'undici';
+
+const tracer = trace.getTracer('berth');
 import type { DestinationPolicy } from './destination-policy.js';
 import { setTimeout as delay } from 'node:timers/promises';
 import { signatureHeaders } from './signer.js';
@@ -86,7 +89,22 @@ export class WebhookDeliverer implements WebhookSender {
     }
   }
 
+  /** One delivery attempt as a span, its context sent along as `traceparent` so the receiver can join the trace. */
   private async attempt(delivery: WebhookDelivery, headers: Record<string, string>, signal: AbortSignal): Promise<Attempt> {
+    const span = tracer.startSpan('webhook.deliver', { kind: SpanKind.CLIENT, attributes: { 'server.address': new URL(delivery.url).hostname } });
+    const traced = { ...headers };
+    propagation.inject(trace.setSpan(context.active(), span), traced);
+    try {
+      const result = await this.attemptOnce(delivery, traced, signal);
+      span.setAttribute('berth.webhook.result', result.kind);
+      if (result.kind !== 'delivered') span.setStatus({ code: SpanStatusCode.ERROR, message: result.reason });
+      return result;
+    } finally {
+      span.end();
+    }
+  }
+
+  private async attemptOnce(delivery: WebhookDelivery, headers: Record<string, string>, signal: AbortSignal): Promise<Attempt> {
     // A literal IP is connected to without a lookup: judged here. Names are judged by the lookup.
     const host = new URL(delivery.url).hostname.replace(/^\[(.*)\]$/, '$1');
     if (isIP(host) !== 0 && !this.options.destinations.allows(host, host)) {

@@ -1,11 +1,13 @@
 // A thin JSON client for Podman's libpod REST API over its unix socket. Errors of the socket and of
 // Podman are translated into PodmanApiError here, once, so callers see one error type.
+import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import type { Duplex } from 'node:stream';
 import { RuntimeError } from '../container-runtime.js';
 
 const API_PREFIX = '/v4.0.0/libpod';
+const tracer = trace.getTracer('berth');
 
 /** statusCode 0: the socket could not be reached. */
 export class PodmanApiError extends RuntimeError {
@@ -45,7 +47,25 @@ export class PodmanClient {
     });
   }
 
+  /** A span per call (ended when the answer's headers arrive): method and path with ids replaced by {id}. */
   async request(path: string, options: RequestOptions = {}): Promise<Dispatcher.ResponseData> {
+    const method = options.method ?? 'GET';
+    const span = tracer.startSpan(`podman ${method} ${path.replace(/\/[0-9a-f]{12,64}(?=\/|$)/g, '/{id}').replace(/\/berth-[^/]+/g, '/{name}')}`, {
+      kind: SpanKind.CLIENT,
+    });
+    try {
+      const response = await this.send(path, options);
+      span.setAttribute('http.response.status_code', response.statusCode);
+      return response;
+    } catch (error) {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message.slice(0, 200) });
+      throw error;
+    } finally {
+      span.end();
+    }
+  }
+
+  private async send(path: string, options: RequestOptions): Promise<Dispatcher.ResponseData> {
     const query = new URLSearchParams();
     for (const [key, value] of Object.entries(options.query ?? {})) {
       if (value !== undefined) query.set(key, String(value));
