@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Images only the tests need, built offline, each once: an Alpine-like musl image (for the musl refusal)
-# and the default agent image run as root (for the user-namespace attack tests).
+# Images only the tests need, built offline, each once: an Alpine-like musl image (for the musl refusal),
+# the default agent image run as root (for the user-namespace attack tests), and one with the engine inside.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CONTAINERS_CONF="${CONTAINERS_CONF:-$PWD/scripts/containers.conf}"
@@ -25,4 +25,15 @@ if ! podman image exists "$root"; then
   printf 'FROM %s\nUSER root\n' "$agent_image" >"$work/Containerfile.root"
   podman build --quiet -t "$root" -f "$work/Containerfile.root" "$work" >/dev/null
   echo "[images] built $root"
+fi
+
+# The default agent image with the engine installed on its PATH (SERVICE_AGENT_MOUNT_CLAUDE_CLI=false).
+with_engine=localhost/berth-test-agent-engine:latest
+if ! podman image exists "$with_engine"; then
+  binary=node_modules/@anthropic-ai/claude-code-linux-x64/claude
+  [ -x "$binary" ] || { echo "[images] $binary is missing: run 'npm ci' first" >&2; exit 1; }
+  cp "$binary" "$work/claude"
+  printf 'FROM %s\nCOPY claude /usr/local/bin/claude\n' "$agent_image" >"$work/Containerfile.engine"
+  podman build --quiet -t "$with_engine" -f "$work/Containerfile.engine" "$work" >/dev/null
+  echo "[images] built $with_engine"
 fi

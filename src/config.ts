@@ -35,7 +35,12 @@ export interface Config {
   readonly maxContainersPerCaller: number;
   readonly agent: {
     readonly image: string;
+    /** The engine image reference (SERVICE_ENGINE_IMAGE, or SERVICE_AGENT_CLI_IMAGE:SERVICE_AGENT_CLI_IMAGE_TAG). */
     readonly engineImage: string;
+    /** Pull the engine image at start when it is missing. */
+    readonly autoPullEngine: boolean;
+    /** Mount the engine image at /opt/claude; false: run the engine the agent image contains. */
+    readonly mountEngine: boolean;
     readonly sessionsDir: string;
     readonly sessionsHostDir: string;
     readonly workdirAutoCreate: boolean;
@@ -147,6 +152,22 @@ export const BERTH_VERSION = PACKAGE.version;
 /** Container uids/gids 0–65535 are mapped into the host range starting at SERVICE_AGENT_USERNS_BASE. */
 export const USERNS_SIZE = 65_536;
 export const ENGINE_VERSION = PACKAGE.optionalDependencies['@anthropic-ai/claude-code-linux-x64'] ?? 'unknown';
+
+/**
+ * The engine image: SERVICE_AGENT_CLI_IMAGE (repository) and SERVICE_AGENT_CLI_IMAGE_TAG, or the whole
+ * reference in SERVICE_ENGINE_IMAGE (a shorthand; giving both ways at once is refused as ambiguous).
+ */
+function engineImage(read: Reader): string {
+  const whole = read.optional('SERVICE_ENGINE_IMAGE');
+  const repository = read.optional('SERVICE_AGENT_CLI_IMAGE');
+  const tag = read.optional('SERVICE_AGENT_CLI_IMAGE_TAG');
+  if (whole !== undefined && (repository !== undefined || tag !== undefined)) {
+    throw new ConfigError('SERVICE_ENGINE_IMAGE', 'is a shorthand for SERVICE_AGENT_CLI_IMAGE and SERVICE_AGENT_CLI_IMAGE_TAG; set either it or them, not both');
+  }
+  if (whole !== undefined) return whole;
+  if (tag !== undefined && !/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/.test(tag)) throw new ConfigError('SERVICE_AGENT_CLI_IMAGE_TAG', `"${tag}" is not an image tag`);
+  return `${repository ?? 'localhost/berth-engine'}:${tag ?? ENGINE_VERSION}`;
+}
 
 function atMostOne(name: string, value: number): number {
   if (value > 1) throw new ConfigError(name, `${value} is not a ratio between 0 and 1`);
@@ -324,7 +345,9 @@ export function loadConfig(env: Env = process.env): Config {
     maxContainersPerCaller: read.int('SERVICE_MAX_CONTAINERS_PER_CALLER', 16, 1, 100_000),
     agent: {
       image: read.string('SERVICE_AGENT_IMAGE', `localhost/berth-agent:${BERTH_VERSION}`),
-      engineImage: read.string('SERVICE_ENGINE_IMAGE', `localhost/berth-engine:${ENGINE_VERSION}`),
+      engineImage: engineImage(read),
+      autoPullEngine: read.bool('SERVICE_AGENT_AUTO_PULL_CLI', false),
+      mountEngine: read.bool('SERVICE_AGENT_MOUNT_CLAUDE_CLI', true),
       sessionsDir,
       sessionsHostDir: read.absolutePath('SERVICE_AGENT_SESSIONS_HOST_DIR', sessionsDir),
       workdirAutoCreate: read.bool('SERVICE_AGENT_WORKDIR_AUTO_CREATE', true),

@@ -8,6 +8,7 @@ export const ERROR_STATUS = {
   BERTH_ERR_REQUEST_TOO_LARGE: 413,
   BERTH_ERR_VALIDATION: 400,
   BERTH_ERR_IMAGE_MUSL: 400,
+  BERTH_ERR_IMAGE_NO_ENGINE: 400,
   BERTH_ERR_IMAGE_NOT_ALLOWED: 400,
   BERTH_ERR_IMAGE_NOT_FOUND: 400,
   BERTH_ERR_SECRET_NOT_FOUND: 400,
@@ -68,6 +69,11 @@ export const errors = {
     new BerthError(
       'BERTH_ERR_IMAGE_MUSL',
       `image "${image}" is Alpine/musl-based: Alpine/musl-based images are not supported, because the engine needs glibc; use a Debian, Ubuntu or other glibc-based image`,
+    ),
+  engineNotInImage: (image: string) =>
+    new BerthError(
+      'BERTH_ERR_IMAGE_NO_ENGINE',
+      `container.image "${image}" has no engine: this server runs the engine the image contains (SERVICE_AGENT_MOUNT_CLAUDE_CLI=false), and no \`claude\` is on the image's PATH; use an image with Claude Code installed`,
     ),
   imageNotAllowed: (image: string, field = 'container.image') =>
     new BerthError('BERTH_ERR_IMAGE_NOT_ALLOWED', `${field} "${image}" is not allowed: it matches no pattern of SERVICE_AGENT_ALLOWED_IMAGE_PATTERNS`),

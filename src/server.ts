@@ -17,7 +17,8 @@ import { createMetrics } from './metrics/metrics.js';
 import { PodmanClient } from './runtime/podman/client.js';
 import { PodmanRuntime } from './runtime/podman/podman-runtime.js';
 import { startPodmanService, type PodmanService } from './runtime/podman/service-process.js';
-import { IMAGE_TREE_LABEL, type ContainerRuntime } from './runtime/container-runtime.js';
+import type { ContainerRuntime } from './runtime/container-runtime.js';
+import { prepareEngineImage } from './core/runs/engine-image.js';
 import { withTranslatedErrors } from './core/runtime-errors.js';
 import { VolumeStaging } from './runtime/volume-staging.js';
 import { reapLeftovers } from './core/reaper.js';
@@ -142,27 +143,26 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     if (config.agent.allowAllVolumes) logger.warn('SERVICE_AGENT_ALLOW_ALL_VOLUMES=true: requests may mount any host path');
     if (config.webhooks.signingSecret === '') logger.warn('SERVICE_WEBHOOK_SIGNING_SECRET is empty: webhooks are sent unsigned');
 
-    const engineTree = await runtime
-      .mountImageTree(config.agent.engineImage, {
-        name: `berth-engine-tree-${config.instanceName}`,
-        labels: { [IMAGE_TREE_LABEL]: config.instanceName },
-      })
-      .catch((error: unknown) => {
-        throw new Error(
-          `the engine image ${config.agent.engineImage} cannot be mounted (${(error as Error).message}); build it with 'make setup' or set SERVICE_ENGINE_IMAGE`,
-          { cause: error },
-        );
-      });
+    const engineTree = await prepareEngineImage(
+      runtime,
+      {
+        image: config.agent.engineImage,
+        mount: config.agent.mountEngine,
+        autoPull: config.agent.autoPullEngine,
+        insecureRegistries: config.images.insecureRegistries,
+        instance: config.instanceName,
+      },
+      logger,
+    );
     // Released after every run and agent has ended (cleanups run after stopFirst, in reverse order).
-    cleanups.push(() => engineTree.release());
-    logger.info({ image: config.agent.engineImage, tree: engineTree.path }, 'engine image mounted for the lifetime of this process');
+    if (engineTree) cleanups.push(() => engineTree.release());
 
     const shutdown = new AbortController();
     const inputs = new RunInputs(config.agent.sessionsDir, config.agent.sessionsHostDir);
     await inputs.init();
     const containerSettings = {
       engineAccess,
-      engineTree: engineTree.path,
+      engineTree: engineTree?.path,
       instanceId: config.instanceName,
       pidsLimit: config.agent.pidsLimit,
       network: config.agent.network,
@@ -186,7 +186,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       config,
       runtime,
       sessions,
-      images: new ImageCheck(runtime),
+      images: new ImageCheck(runtime, config.agent.mountEngine ? 'mounted' : 'in-image'),
       executor,
       engineAccess,
       slots: new ContainerSlots({ total: config.maxContainers, perCaller: config.maxContainersPerCaller }),

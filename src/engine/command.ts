@@ -3,7 +3,7 @@
 // User text (prompt, system prompts) never appears in argv: it is uploaded as files, so no character of
 // it can be taken as a flag or a shell word, and its size is not bounded by the kernel's argv limits.
 import type { EngineFlags, LifecycleHooks } from './engine-flags.js';
-import { ENGINE_BINARY, ENGINE_CONFIG_DIR, INPUT_DIR, PROMPT_FILE, SECRET_ENV_DIR } from './layout.js';
+import { ENGINE_CONFIG_DIR, INPUT_DIR, PROMPT_FILE, SECRET_ENV_DIR } from './layout.js';
 import { deriveSessionTitle, TITLE_FILE_NAME, TITLE_HOOK_SETTINGS, titleHookOutput } from './session-title.js';
 
 /** How the engine should treat sessions, with ids already chosen by Berth. */
@@ -61,6 +61,8 @@ export function buildEngineInvocation(options: {
   modelBaseUrl: string;
   offlineModel: boolean;
   lifecycle?: LifecycleHooks;
+  /** The engine executable inside the container (mounted at /opt/claude, or the image's own). */
+  engineBinary: string;
   /**
    * A persistent agent: turns arrive on stdin as stream-json lines (`--input-format stream-json`), so
    * there is no prompt file, no title hook and no partial-message events; options.prompt is ignored.
@@ -70,8 +72,8 @@ export function buildEngineInvocation(options: {
   const { engine, session } = options;
   const interactive = options.interactive === true;
   const args: string[] = interactive
-    ? [ENGINE_BINARY, '-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose']
-    : [ENGINE_BINARY, '-p', '--output-format', 'stream-json', '--verbose', '--include-partial-messages'];
+    ? [options.engineBinary, '-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose']
+    : [options.engineBinary, '-p', '--output-format', 'stream-json', '--verbose', '--include-partial-messages'];
   const inputFiles: Record<string, string> = interactive ? {} : { prompt: options.prompt };
 
   switch (session.kind) {

@@ -83,6 +83,8 @@ export interface ContainerExit {
 export interface ImageInfo {
   readonly id: string;
   readonly user: string;
+  /** The PATH its containers get. */
+  readonly path?: string;
   readonly repoTags: readonly string[];
   readonly size: number;
   readonly labels?: Readonly<Record<string, string>>;
@@ -101,6 +103,8 @@ export interface PullOptions {
   readonly tlsVerify: boolean;
   readonly quiet: boolean;
   readonly platform?: { readonly os: string; readonly arch: string; readonly variant?: string };
+  /** Each progress line of the pull, as Podman reports it. */
+  readonly onProgress?: (line: string) => void;
 }
 
 export interface PulledImage {

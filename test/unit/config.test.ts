@@ -115,3 +115,21 @@ describe('tracing settings', () => {
     assert.throws(() => loadConfig({ ...base, SERVICE_TRACING_SAMPLE_RATIO: '2' }), ConfigError);
   });
 });
+
+describe('engine image settings', () => {
+  const base = { SERVICE_AUTH_ENABLED: 'false' };
+  it('composes SERVICE_AGENT_CLI_IMAGE and SERVICE_AGENT_CLI_IMAGE_TAG, defaulting to the pinned engine', () => {
+    assert.match(loadConfig(base).agent.engineImage, /^localhost\/berth-engine:\d+\.\d+\.\d+$/);
+    assert.equal(loadConfig({ ...base, SERVICE_AGENT_CLI_IMAGE: 'registry.example/tools/claude', SERVICE_AGENT_CLI_IMAGE_TAG: '2.1.330' }).agent.engineImage, 'registry.example/tools/claude:2.1.330');
+  });
+  it('takes SERVICE_ENGINE_IMAGE as the whole reference, but not together with the other two', () => {
+    assert.equal(loadConfig({ ...base, SERVICE_ENGINE_IMAGE: 'localhost/engine:x' }).agent.engineImage, 'localhost/engine:x');
+    assert.throws(() => loadConfig({ ...base, SERVICE_ENGINE_IMAGE: 'localhost/engine:x', SERVICE_AGENT_CLI_IMAGE_TAG: 'y' }), (error: unknown) => error instanceof ConfigError && error.variable === 'SERVICE_ENGINE_IMAGE');
+    assert.throws(() => loadConfig({ ...base, SERVICE_AGENT_CLI_IMAGE_TAG: 'bad tag' }), (error: unknown) => error instanceof ConfigError && error.variable === 'SERVICE_AGENT_CLI_IMAGE_TAG');
+  });
+  it('mounts the engine by default and pulls it only when asked', () => {
+    const { agent } = loadConfig(base);
+    assert.equal(agent.mountEngine, true);
+    assert.equal(agent.autoPullEngine, false);
+  });
+});

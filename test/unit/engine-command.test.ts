@@ -7,7 +7,7 @@ const SESSION = '11111111-2222-4333-8444-555555555555';
 const OTHER = '66666666-7777-4888-9999-aaaaaaaaaaaa';
 
 function invoke(engine: EnginePlan, session: EngineSession = { kind: 'new', sessionId: SESSION }, offlineModel = false) {
-  const invocation = buildEngineInvocation({ engine, session, prompt: 'the prompt', modelBaseUrl: 'http://model:1', offlineModel });
+  const invocation = buildEngineInvocation({ engine, session, prompt: 'the prompt', modelBaseUrl: 'http://model:1', offlineModel, engineBinary: '/opt/claude/claude' });
   const [shell, dashC, script, name, ...argv] = invocation.command;
   assert.equal(shell, '/bin/sh');
   assert.equal(dashC, '-c');
@@ -121,16 +121,16 @@ test('lifecycle hooks become a script of shell-escaped commands, create hooks on
   assert.equal(hooksScript(lifecycle, true), `'echo' 'it'\\''s $(id)'\n'touch' '/tmp/created'\n'echo' 'start'\n`);
   assert.equal(hooksScript(lifecycle, false), `'echo' 'start'\n`);
   assert.equal(hooksScript({ onCreate: [], postCreate: [], postStart: [], timeoutMs: 1000 }, true), undefined);
-  const fresh = buildEngineInvocation({ engine: {}, session: { kind: 'new', sessionId: SESSION }, prompt: 'p', modelBaseUrl: 'u', offlineModel: false, lifecycle });
+  const fresh = buildEngineInvocation({ engine: {}, session: { kind: 'new', sessionId: SESSION }, prompt: 'p', modelBaseUrl: 'u', offlineModel: false, lifecycle, engineBinary: '/opt/claude/claude' });
   assert.equal(fresh.env.BERTH_HOOKS_TIMEOUT, '91');
   assert.ok(fresh.inputFiles['hooks.sh']!.includes('/tmp/created'));
-  const resumed = buildEngineInvocation({ engine: {}, session: { kind: 'resume', sessionId: SESSION }, prompt: 'p', modelBaseUrl: 'u', offlineModel: false, lifecycle });
+  const resumed = buildEngineInvocation({ engine: {}, session: { kind: 'resume', sessionId: SESSION }, prompt: 'p', modelBaseUrl: 'u', offlineModel: false, lifecycle, engineBinary: '/opt/claude/claude' });
   assert.ok(!resumed.inputFiles['hooks.sh']!.includes('/tmp/created'));
 });
 
 test('interactive (persistent agent): turns come as stream-json on stdin, no prompt file, no partial messages', () => {
   const invocation = buildEngineInvocation({
-    engine: {}, session: { kind: 'new', sessionId: SESSION }, prompt: 'ignored', modelBaseUrl: 'http://model:1', offlineModel: false, interactive: true,
+    engine: {}, session: { kind: 'new', sessionId: SESSION }, prompt: 'ignored', modelBaseUrl: 'http://model:1', offlineModel: false, interactive: true, engineBinary: '/opt/claude/claude',
   });
   const [, , script, , ...argv] = invocation.command;
   assert.deepEqual(argv.slice(0, 6), ['/opt/claude/claude', '-p', '--input-format', 'stream-json', '--output-format', 'stream-json']);

@@ -59,7 +59,7 @@ class FakeRuns implements JobRunner {
         this.released.push(sessionId);
       },
     } as AcceptedRun['session'];
-    return { runId: `run-${this.counter}`, plan, session, phases: new RunPhases(), slot: new RunSlot(this.slots, ''), span: trace.getTracer('test').startSpan('run') };
+    return { runId: `run-${this.counter}`, plan, session, phases: new RunPhases(), slot: new RunSlot(this.slots, ''), span: trace.getTracer('test').startSpan('run'), engineBinary: '/opt/claude/claude' };
   }
 
   async abandon(accepted: AcceptedRun): Promise<void> {

@@ -70,7 +70,7 @@ describe('the title hook', () => {
 describe('installing the hook', () => {
   const engine = {};
   const invoke = (session: EngineSession, prompt = 'Fix the login bug') =>
-    buildEngineInvocation({ engine, session, prompt, modelBaseUrl: 'http://model', offlineModel: true });
+    buildEngineInvocation({ engine, session, prompt, modelBaseUrl: 'http://model', offlineModel: true, engineBinary: '/opt/claude/claude' });
   const id = '11111111-1111-4111-8111-111111111111';
 
   it('happens for a new session, with the title as an input file', () => {

@@ -42,8 +42,8 @@ export class AgentContainer {
   ) {}
 
   /** Creates, attaches and starts the container; on any failure nothing is left behind (the session is the caller's). */
-  static async start(deps: AgentContainerDependencies, agentId: string, plan: RunPlan, session: PreparedSession): Promise<AgentContainer> {
-    const { spec, inputFiles } = engineContainer(deps, { id: agentId, plan, session, volumeSources: [], interactive: true });
+  static async start(deps: AgentContainerDependencies, agentId: string, plan: RunPlan, session: PreparedSession, engineBinary: string): Promise<AgentContainer> {
+    const { spec, inputFiles } = engineContainer(deps, { id: agentId, plan, session, volumeSources: [], engineBinary, interactive: true });
     const { runtime } = deps;
     let containerId: string | undefined;
     let attached: AttachedContainer | undefined;

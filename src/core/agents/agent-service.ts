@@ -95,7 +95,7 @@ export class AgentService {
     try {
       // A session the agent creates is its own: hidden from GET /sessions and its messages never served.
       if (session.engineSession.kind === 'new' || session.engineSession.kind === 'fork') await this.deps.sessions.hide(session.sessionId);
-      container = await AgentContainer.start(this.deps.container, agentId, accepted.plan, session);
+      container = await AgentContainer.start(this.deps.container, agentId, accepted.plan, session, accepted.engineBinary);
     } catch (error) {
       accepted.slot.release();
       await session.release().catch(() => undefined);

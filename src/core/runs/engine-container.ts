@@ -13,8 +13,11 @@ import type { InputFileContent, RunInputs } from './run-inputs.js';
 /** What every engine container shares, from configuration. */
 export interface EngineContainerSettings {
   readonly engineAccess: EngineAccess;
-  /** Host path of the engine image's files, held mounted by Berth (bind-mounted read-only at ENGINE_MOUNT). */
-  readonly engineTree: string;
+  /**
+   * Host path of the engine image's files, held mounted by Berth and bind-mounted read-only at ENGINE_MOUNT;
+   * undefined when the engine comes with the agent image (SERVICE_AGENT_MOUNT_CLAUDE_CLI=false).
+   */
+  readonly engineTree: string | undefined;
   readonly instanceId: string;
   readonly pidsLimit: number;
   readonly network: string;
@@ -37,6 +40,8 @@ export function engineContainer(
     readonly session: PreparedSession;
     /** Where each of the plan's volumes is mounted from: its staging mount (runtime/volume-staging.ts). */
     readonly volumeSources: readonly string[];
+    /** The engine executable in the container (core/runs/image-check.ts engineBinary). */
+    readonly engineBinary: string;
     readonly interactive?: boolean;
   },
 ): EngineContainer {
@@ -52,6 +57,7 @@ export function engineContainer(
     modelBaseUrl: access.baseUrl,
     offlineModel: access.offline,
     lifecycle: plan.container.lifecycle,
+    engineBinary: options.engineBinary,
     interactive,
   });
   const spec: ContainerSpec = {
@@ -64,7 +70,7 @@ export function engineContainer(
     bindMounts: [
       { hostPath: session.mountPath, containerPath: ENGINE_CONFIG_DIR, readOnly: false, options: [] },
       { hostPath: settings.inputs.hostPathOf(options.id), containerPath: INPUT_DIR, readOnly: true, options: [] },
-      { hostPath: settings.engineTree, containerPath: ENGINE_MOUNT, readOnly: true, options: [] },
+      ...(settings.engineTree !== undefined ? [{ hostPath: settings.engineTree, containerPath: ENGINE_MOUNT, readOnly: true, options: [] }] : []),
       ...plan.container.volumes.map((v, index) => ({ hostPath: volumeSources[index]!, containerPath: v.containerPath, readOnly: v.readOnly, options: v.options })),
     ],
     secretFiles: [

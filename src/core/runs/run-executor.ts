@@ -38,6 +38,8 @@ export interface RunContext {
   readonly plan: RunPlan;
   readonly session: PreparedSession;
   readonly phases: RunPhases;
+  /** The engine executable inside the container. */
+  readonly engineBinary: string;
   readonly signal: AbortSignal;
   readonly hooks?: RunHooks;
 }
@@ -96,7 +98,7 @@ export class RunExecutor {
           .catch((error: unknown) => {
             throw stagingError(error);
           });
-        const { spec, inputFiles } = engineContainer(this.deps, { id: runId, plan, session: context.session, volumeSources: staged.hostPaths });
+        const { spec, inputFiles } = engineContainer(this.deps, { id: runId, plan, session: context.session, volumeSources: staged.hostPaths, engineBinary: context.engineBinary });
         await this.deps.inputs.write(runId, inputFiles);
         return runtime.createContainer(spec).catch((error: unknown) => {
           throw creationError(error);

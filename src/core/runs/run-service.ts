@@ -70,6 +70,8 @@ export interface AcceptedRun {
   readonly slot: RunSlot;
   /** The run's trace span (a no-op when tracing is off), ended when the run ends or is abandoned. */
   readonly span: Span;
+  /** The engine executable inside the container (mounted, or the image's own). */
+  readonly engineBinary: string;
 }
 
 export function newRunId(): string {
@@ -135,10 +137,13 @@ export class RunService {
       return validated;
     });
     this.deps.engineAccess.current();
-    await phases.measure('image_check', () => this.deps.images.ensureRunnable(plan.container.image));
+    const engineBinary = await phases.measure('image_check', async () => {
+      await this.deps.images.ensureRunnable(plan.container.image);
+      return this.deps.images.engineBinary(plan.container.image);
+    });
     const session = await phases.measure('session', () => this.deps.sessions.prepare(plan.session, plan.workdir, { owner: options.caller.owner, ...(options.sessionId !== undefined ? { presetId: options.sessionId } : {}) }));
     phases.mark();
-    return { runId: newRunId(), plan, session, phases, slot };
+    return { runId: newRunId(), plan, session, phases, slot, engineBinary };
   }
 
   /** Runs an accepted run to its outcome and releases its session. */
@@ -167,6 +172,7 @@ export class RunService {
         plan: accepted.plan,
         session: accepted.session,
         phases,
+        engineBinary: accepted.engineBinary,
         signal,
         hooks: {
           onText: hooks.onText,

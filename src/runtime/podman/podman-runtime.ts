@@ -28,7 +28,7 @@ interface LibpodImage {
   Id: string;
   RepoTags?: string[] | null;
   Size?: number;
-  Config?: { User?: string; Labels?: Record<string, string> | null };
+  Config?: { User?: string; Labels?: Record<string, string> | null; Env?: string[] | null };
   Labels?: Record<string, string> | null;
 }
 
@@ -55,6 +55,9 @@ interface LibpodContainer {
 interface LibpodSecret {
   Spec: { Name: string };
 }
+
+/** What a container gets as PATH when its image sets none (Podman's default). */
+const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 export class PodmanRuntime implements ContainerRuntime {
   constructor(private readonly client: PodmanClient) {}
@@ -194,6 +197,7 @@ export class PodmanRuntime implements ContainerRuntime {
     return {
       id: image.Id,
       user: image.Config?.User ?? '',
+      path: (image.Config?.Env ?? []).find((entry) => entry.startsWith('PATH='))?.slice('PATH='.length) ?? DEFAULT_PATH,
       repoTags: image.RepoTags ?? [],
       size: image.Size ?? 0,
       labels: image.Labels ?? image.Config?.Labels ?? {},
@@ -238,7 +242,7 @@ export class PodmanRuntime implements ContainerRuntime {
     } catch (error) {
       throw this.registryError(error);
     }
-    return readPullStream(response.body as AsyncIterable<Buffer>);
+    return readPullStream(response.body as AsyncIterable<Buffer>, options.onProgress);
   }
 
   async searchImages(term: string, options: { readonly limit: number; readonly tlsVerify: boolean }): Promise<RegistrySearchResult[]> {
