@@ -34,6 +34,14 @@ describe('reserved secrets and the offline model', () => {
     }
   });
 
+  test('volume relabelling (z/Z) is refused without the operator switch, before any container', async () => {
+    for (const option of ['z', 'Z']) {
+      const response = await t.request('POST', '/run', { prompt: 'hi', container: { volumes: [`/tmp:/mnt/x:${option}`] } });
+      assert.equal(response.status, 400, JSON.stringify(response.body));
+      assert.match(response.body.error, /container\.volumes\[0\].*SERVICE_AGENT_ALLOW_RELABEL/);
+    }
+  });
+
   test('the offline model admits the agent network only: a host process is cut off, containers still reach it', async () => {
     const port = Number(new URL(t.berth.engineAccess.current().baseUrl).port);
     const fromHost = await fetch(`http://127.0.0.1:${port}/v1/messages`, { method: 'POST', body: '{}' }).then(

@@ -40,6 +40,20 @@ describe('make up and explicit configuration', () => {
     assert.match(output, /SERVICE_JWT_SECRET: is 31 characters long/);
   });
 
+  test('weak values given explicitly stop the start, naming the variable and never echoing the value', async () => {
+    for (const [env, pattern] of [
+      [{ SERVICE_API_TOKENS: 'test' }, /SERVICE_API_TOKENS: token 1 of 1 is 4 characters long/],
+      [{ SERVICE_JWT_SECRET: 'secretsecretsecretsecretsecretse' }, /SERVICE_JWT_SECRET: /],
+      [{ SERVICE_JWT_SECRET: '0123456789abcdef0123456789abcdef' }, /SERVICE_JWT_SECRET: /],
+    ] as const) {
+      const started = up(env, (output) => output.includes('berth is listening'));
+      const { code, output } = await started.done;
+      if (code === null) await started.stop();
+      assert.notEqual(code, null, `Berth started with ${JSON.stringify(env)}`);
+      assert.match(output, pattern);
+    }
+  });
+
   test('SERVICE_API_TOKENS given explicitly is the token that works, not a generated one', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'berth-test-up-'));
     dirs.push(dir);
