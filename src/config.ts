@@ -268,15 +268,22 @@ class Reader {
     return cpus;
   }
 
-  /** Host names, IP addresses and CIDRs (`10.0.0.0/8`), each checked. */
+  /**
+   * Host names, IP addresses and CIDRs (`10.0.0.0/8`), each checked. A name whose last label is a number
+   * (`1.2.3`, `010.0.0.1`) is refused: URLs read it as an IPv4 address, so it would never match by name.
+   */
   hostList(name: string): string[] {
     const entries = this.list(name);
     for (const entry of entries) {
       const [address, prefix, extra] = entry.split('/');
       const family = isIP(address ?? '');
       const validPrefix = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 6 ? 128 : 32));
-      const hostName = family === 0 && prefix === undefined && /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/i.test(entry);
-      if (extra !== undefined || !(hostName || (family !== 0 && validPrefix))) {
+      const hostName =
+        family === 0 &&
+        prefix === undefined &&
+        /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/i.test(entry) &&
+        !/(^|\.)(\d+|0x[0-9a-f]*)$/i.test(entry);
+      if (extra !== undefined || entry.includes('%') || !(hostName || (family !== 0 && validPrefix))) {
         throw new ConfigError(name, `"${entry}" is neither a host name, an IP address nor a CIDR like 10.0.0.0/8`);
       }
     }

@@ -25,7 +25,8 @@ describe('webhook destinations', () => {
     });
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     port = (receiver.address() as AddressInfo).port;
-    strict = await startTestBerth({ SERVICE_WEBHOOK_ALLOWED_HOSTS: '' });
+    // The default: SERVICE_WEBHOOK_ALLOWED_HOSTS unset.
+    strict = await startTestBerth();
   });
   after(async () => {
     await strict?.stop();
@@ -40,6 +41,13 @@ describe('webhook destinations', () => {
       'http://10.1.2.3/x',
       'http://[::1]/x',
       'http://[::ffff:127.0.0.1]/x',
+      'http://[::ffff:a9fe:a9fe]/latest/meta-data/',
+      'http://172.16.0.1/x',
+      'http://192.168.1.1/x',
+      'http://100.64.0.1/x',
+      'http://255.255.255.255/x',
+      'http://[fe80::1]/x',
+      'http://[fd00::1]/x',
       'http://0.0.0.0/x',
       'http://2130706433/x',
     ]) {

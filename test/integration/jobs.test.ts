@@ -89,6 +89,8 @@ describe('async jobs', () => {
       SERVICE_MAX_CONCURRENT_RUNS: '1',
       SERVICE_WEBHOOK_SIGNING_SECRET: SECRET,
       SERVICE_WEBHOOK_RETRY_BASE_DELAY: '300ms',
+      // The receiver listens on loopback, which webhooks may target only when allowed.
+      SERVICE_WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
     });
   });
   afterEach(async () => {
@@ -217,6 +219,11 @@ describe('async jobs', () => {
     assert.match(badHook.body.error, /webhook_url/);
     const withCredentials = await t.request('POST', '/run/async', { prompt: 'x', webhook_url: 'https://user:pw@example.com/x' });
     assert.equal(withCredentials.status, 400);
+    for (const internal of ['http://169.254.169.254/latest/meta-data', 'http://10.0.0.1/hook', 'http://127.0.0.2/hook', 'http://[::1]/hook']) {
+      const refused = await t.request('POST', '/run/async', { prompt: 'x', webhook_url: internal });
+      assert.equal(refused.status, 400, `${internal} is internal and not named by SERVICE_WEBHOOK_ALLOWED_HOSTS=127.0.0.1`);
+      assert.match(refused.body.error, /^webhook_url: .*SERVICE_WEBHOOK_ALLOWED_HOSTS/);
+    }
     const unknownSession = await t.request('POST', '/run/async', {
       prompt: 'x', engine: { session_id: '00000000-0000-4000-8000-000000000000', resume: true },
     });

@@ -54,6 +54,7 @@ describe('tracing', () => {
         SERVICE_JWT_SECRET: randomBytes(32).toString('hex'),
         SERVICE_API_TOKENS: apiToken,
         SERVICE_LOG_LEVEL: 'info',
+        SERVICE_WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
       },
       { onLog: (record) => logs.push(record) },
     );

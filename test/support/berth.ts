@@ -35,8 +35,6 @@ export function testEnvironment(dir: string, instance: string, port = 0): Record
     SERVICE_INSTANCE_NAME: instance,
     SERVICE_ENGINE_CREDENTIALS_SECRET: `berth-test-none-${instance}`,
     SERVICE_LOG_LEVEL: process.env.BERTH_TEST_LOG_LEVEL ?? 'warn',
-    // Test webhook receivers listen on loopback, which webhooks may not target unless allowed.
-    SERVICE_WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
   };
 }
 

@@ -1,11 +1,14 @@
 // WebhookDeliverer against a real local HTTP server: signatures on the wire, retries with back-off on
-// 5xx, network errors and timeouts, no retry on 4xx, and a stop when the caller aborts.
-import { DestinationPolicy } from '../../src/core/webhooks/destination-policy.js';
+// 5xx, network errors and timeouts, no retry on 4xx, a stop when the caller aborts, and the destination
+// rule applied to the address each attempt connects to.
 import assert from 'node:assert/strict';
+import type { LookupAddress } from 'node:dns';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, afterEach, before, describe, it } from 'node:test';
+import { loadConfig } from '../../src/config.js';
 import { WebhookDeliverer, type WebhookSettings } from '../../src/core/webhooks/deliverer.js';
+import { DestinationPolicy, type Lookup } from '../../src/core/webhooks/destination-policy.js';
 import { verifySignature } from '../../src/core/webhooks/signer.js';
 
 const SECRET = 'deliverer-test-secret';
@@ -36,7 +39,9 @@ before(async () => {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
 });
+const deliverers: WebhookDeliverer[] = [];
 after(async () => {
+  await Promise.all(deliverers.map((d) => d.close()));
   server.closeAllConnections();
   await new Promise((resolve) => server.close(resolve));
 });
@@ -46,11 +51,25 @@ afterEach(() => {
   server.closeAllConnections();
 });
 
-function deliverer(settings: Partial<WebhookSettings> = {}, outcomes: string[] = []) {
-  return new WebhookDeliverer(
+/** The receiver listens on loopback, which webhooks may target only when the setting names it. */
+const allowingLoopback = new DestinationPolicy(loadConfig({ SERVICE_AUTH_ENABLED: 'false', SERVICE_WEBHOOK_ALLOWED_HOSTS: '127.0.0.1' }).webhooks.allowedHosts);
+
+function deliverer(settings: Partial<WebhookSettings> = {}, outcomes: string[] = [], destinations = allowingLoopback) {
+  const created = new WebhookDeliverer(
     { signingSecret: SECRET, maxRetries: 3, retryBaseDelayMs: 50, timeoutMs: 2_000, ...settings },
-    { userAgent: 'Berth/test', observer: { attempt: (outcome) => outcomes.push(outcome) }, destinations: new DestinationPolicy(['127.0.0.1']) },
+    { userAgent: 'Berth/test', observer: { attempt: (outcome) => outcomes.push(outcome) }, destinations },
   );
+  deliverers.push(created);
+  return created;
+}
+
+/** A resolver that knows only these names (the system's resolver knows none of them). */
+function resolver(answers: Record<string, string[]>): Lookup {
+  return (hostname, _options, callback) => {
+    const found = answers[hostname];
+    if (found === undefined) return callback(Object.assign(new Error('not found'), { code: 'ENOTFOUND' }), []);
+    callback(null, found.map((address): LookupAddress => ({ address, family: 4 })));
+  };
 }
 
 const BODY = JSON.stringify({ event: 'job.finished', job_id: 'job-1', status: 'completed', output: 'ünïcode ✓' });
@@ -142,5 +161,37 @@ describe('WebhookDeliverer', () => {
     while (received.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
     controller.abort();
     assert.deepEqual(await delivering, { outcome: 'aborted', attempts: 1 });
+  });
+});
+
+describe('WebhookDeliverer and the destination rule', () => {
+  const port = () => new URL(url).port;
+
+  it('connects to the address the policy resolved and checked, not to one the system would resolve', async () => {
+    const pinned = new DestinationPolicy(['hooks.internal'], resolver({ 'hooks.internal': ['127.0.0.1'] }));
+    const result = await deliverer({}, [], pinned).deliver({ url: `http://hooks.internal:${port()}/hook`, body: BODY, timestamp: 1 }, never);
+    assert.deepEqual(result, { outcome: 'delivered', attempts: 1, status: 200 });
+    assert.equal(received[0]!.headers.host, `hooks.internal:${port()}`);
+  });
+
+  it('a name that resolves to an internal address at delivery fails at once, without retries or a request', async () => {
+    const outcomes: string[] = [];
+    const rebound = new DestinationPolicy([], resolver({ 'rebind.example': ['127.0.0.1'] }));
+    const result = await deliverer({ maxRetries: 5, retryBaseDelayMs: 10 }, outcomes, rebound).deliver({ url: `http://rebind.example:${port()}/hook`, body: BODY, timestamp: 1 }, never);
+    assert.equal(result.outcome, 'failed');
+    assert.equal(result.attempts, 1);
+    assert.match((result as { reason: string }).reason, /rebind\.example resolves to 127\.0\.0\.1, an internal address/);
+    assert.deepEqual(outcomes, ['failed']);
+    assert.equal(received.length, 0);
+  });
+
+  it('a literal internal address fails at once when the setting does not name it', async () => {
+    const outcomes: string[] = [];
+    const result = await deliverer({ maxRetries: 5, retryBaseDelayMs: 10 }, outcomes, new DestinationPolicy([])).deliver({ url, body: BODY, timestamp: 1 }, never);
+    assert.equal(result.outcome, 'failed');
+    assert.equal(result.attempts, 1);
+    assert.match((result as { reason: string }).reason, /127\.0\.0\.1 is an internal address/);
+    assert.deepEqual(outcomes, ['failed']);
+    assert.equal(received.length, 0);
   });
 });

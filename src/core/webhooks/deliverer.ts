@@ -2,13 +2,13 @@
 // errors, timeouts and 5xx answers, re-sending the same bytes with the same timestamp and signature. A
 // 2xx is delivered; any other answer (3xx: redirects are not followed; 4xx) ends the delivery at once.
 import { isIP } from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
 import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { Agent, fetch } from 'undici';
+import type { DestinationPolicy } from './destination-policy.js';
+import { signatureHeaders } from './signer.js';
 
 const tracer = trace.getTracer('berth');
-import type { DestinationPolicy } from './destination-policy.js';
-import { setTimeout as delay } from 'node:timers/promises';
-import { signatureHeaders } from './signer.js';
 
 export interface WebhookDelivery {
   readonly url: string;
@@ -105,10 +105,11 @@ export class WebhookDeliverer implements WebhookSender {
   }
 
   private async attemptOnce(delivery: WebhookDelivery, headers: Record<string, string>, signal: AbortSignal): Promise<Attempt> {
-    // A literal IP is connected to without a lookup: judged here. Names are judged by the lookup.
+    // A literal IP is connected to without a lookup: judged here. Names are judged by the lookup, on the
+    // addresses the socket then connects to. A denied destination is final: retrying cannot change it.
     const host = new URL(delivery.url).hostname.replace(/^\[(.*)\]$/, '$1');
     if (isIP(host) !== 0 && !this.options.destinations.allows(host, host)) {
-      return { kind: 'final', reason: `destination ${host} is an internal address (SERVICE_WEBHOOK_ALLOWED_HOSTS)` };
+      return { kind: 'final', reason: `webhook destination ${host} is an internal address (SERVICE_WEBHOOK_ALLOWED_HOSTS does not name it)` };
     }
     try {
       const response = await fetch(delivery.url, {

@@ -1,21 +1,24 @@
 // Where a webhook may be sent. A caller chooses webhook_url and partly controls the body, so without a rule
 // it could make Berth POST to services on loopback, the host's private networks or a cloud metadata address.
 // Internal destinations are denied unless SERVICE_WEBHOOK_ALLOWED_HOSTS names them, and the rule is applied
-// to the address actually connected to: delivery resolves the name itself and connects only to an address
+// to the address actually connected to: delivery resolves the name itself and connects only to addresses
 // that passed, so a name that resolves differently later (DNS rebinding) cannot reach an internal address.
+// A name with even one internal address is refused whole: round-robin answers mixing a public and an
+// internal address are a rebinding technique of their own.
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
 import { errors } from '../../errors.js';
 
 // Loopback, unspecified, link-local (cloud metadata), private, CGNAT, multicast, reserved, broadcast,
-// documentation and benchmarking ranges, for IPv4 and IPv6; IPv4-mapped IPv6 addresses are judged as IPv4.
+// documentation and benchmarking ranges, for IPv4 and IPv6 (IPv4-compatible, NAT64 and site-local forms
+// included). BlockList judges IPv4-mapped IPv6 addresses (::ffff:a.b.c.d, ::ffff:7f00:1) by the IPv4 rules.
 const INTERNAL_V4: readonly [string, number][] = [
   ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
   ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15],
   ['198.51.100.0', 24], ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
 ];
 const INTERNAL_V6: readonly [string, number][] = [
-  ['::', 128], ['::1', 128], ['64:ff9b::', 96], ['100::', 64], ['2001:db8::', 32], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8],
+  ['::', 96], ['64:ff9b::', 96], ['100::', 64], ['2001:db8::', 32], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
 ];
 
 function internalRanges(): BlockList {
@@ -25,20 +28,28 @@ function internalRanges(): BlockList {
   return list;
 }
 
-/** `::ffff:10.0.0.1` → `10.0.0.1`; other addresses unchanged. */
-function plainAddress(address: string): string {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  return mapped ? mapped[1]! : address;
+function familyOf(address: string): 'ipv4' | 'ipv6' {
+  return isIP(address) === 6 ? 'ipv6' : 'ipv4';
+}
+
+/** `[::1]` (a URL's host) → `::1`. */
+function bareHost(hostname: string): string {
+  return hostname.replace(/^\[(.*)\]$/, '$1');
 }
 
 export type Lookup = (hostname: string, options: { all: true }, callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
+
+/** A host judged: every address it resolves to may be targeted, or the first that may not. */
+export type Destination =
+  | { readonly allowed: true; readonly addresses: readonly LookupAddress[] }
+  | { readonly allowed: false; readonly denied: string };
 
 export class DestinationPolicy {
   private readonly internal = internalRanges();
   private readonly allowedAddresses = new BlockList();
   private readonly allowedNames = new Set<string>();
 
-  /** `allowedHosts`: host names, IP addresses or CIDRs that may be targeted although internal. */
+  /** `allowedHosts`: host names, IP addresses or CIDRs that may be targeted although internal (checked by config.ts). */
   constructor(
     allowedHosts: readonly string[],
     private readonly resolve: Lookup = (hostname, options, callback) => dnsLookup(hostname, options, callback),
@@ -48,62 +59,71 @@ export class DestinationPolicy {
       const family = isIP(address ?? '');
       if (family === 0) {
         this.allowedNames.add(entry.toLowerCase());
-        continue;
+      } else if (prefix === undefined) {
+        this.allowedAddresses.addAddress(address!, familyOf(address!));
+      } else {
+        this.allowedAddresses.addSubnet(address!, Number(prefix), familyOf(address!));
       }
-      const type = family === 4 ? 'ipv4' : 'ipv6';
-      if (prefix === undefined) this.allowedAddresses.addAddress(address!, type);
-      else this.allowedAddresses.addSubnet(address!, Number(prefix), type);
     }
   }
 
-  /** Whether a connection to `address` (resolved from `hostname`) is allowed. */
+  /** Whether a connection to `address` (resolved from `hostname`, the URL's host) is allowed. */
   allows(address: string, hostname: string): boolean {
-    const plain = plainAddress(address);
-    const type = isIP(plain) === 6 ? 'ipv6' : 'ipv4';
-    if (this.allowedNames.has(hostname.toLowerCase()) || this.allowedAddresses.check(plain, type)) return true;
-    return !this.internal.check(plain, type);
+    if (this.allowedNames.has(bareHost(hostname).toLowerCase())) return true;
+    const family = familyOf(address);
+    return this.allowedAddresses.check(address, family) || !this.internal.check(address, family);
   }
 
-  /** The addresses of `hostname` a delivery may connect to (a literal IP stands for itself). */
-  async allowedAddressesOf(hostname: string): Promise<LookupAddress[]> {
-    const bare = hostname.replace(/^\[(.*)\]$/, '$1');
+  /**
+   * Resolves `hostname` (a literal IP stands for itself) and judges every address. Rejects when the name
+   * cannot be resolved.
+   */
+  async destinationOf(hostname: string): Promise<Destination> {
+    const bare = bareHost(hostname);
     const family = isIP(bare);
     const addresses: LookupAddress[] =
       family !== 0
         ? [{ address: bare, family }]
         : await new Promise((resolve, reject) => this.resolve(bare, { all: true }, (error, found) => (error ? reject(error) : resolve(found))));
-    return addresses.filter((entry) => this.allows(entry.address, bare));
+    if (addresses.length === 0) throw Object.assign(new Error(`${bare} has no address`), { code: 'ENOTFOUND' });
+    const denied = addresses.find((entry) => !this.allows(entry.address, bare));
+    return denied ? { allowed: false, denied: denied.address } : { allowed: true, addresses };
   }
 
-  /** At submission: a webhook_url none of whose addresses may be targeted is the caller's 400. */
+  /** At submission: a webhook_url with any address that may not be targeted is the caller's 400. */
   async check(url: string): Promise<void> {
     const { hostname } = new URL(url);
-    let allowed: LookupAddress[];
+    let destination: Destination;
     try {
-      allowed = await this.allowedAddressesOf(hostname);
+      destination = await this.destinationOf(hostname);
     } catch (error) {
       throw errors.invalid(`webhook_url: host "${hostname}" cannot be resolved (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
     }
-    if (allowed.length === 0) {
+    if (!destination.allowed) {
+      const what = bareHost(hostname) === destination.denied ? `"${hostname}" is` : `"${hostname}" resolves to ${destination.denied},`;
       throw errors.invalid(
-        `webhook_url: "${hostname}" is a loopback, private, link-local or otherwise internal address; webhooks may target it only when SERVICE_WEBHOOK_ALLOWED_HOSTS names it`,
+        `webhook_url: ${what} a loopback, private, link-local or otherwise internal address; webhooks may target it only when SERVICE_WEBHOOK_ALLOWED_HOSTS names it`,
       );
     }
   }
 
   /**
-   * A `lookup` for the delivery's connection: the name is resolved here and only allowed addresses are
-   * returned, so the socket connects to an address that passed the rule (none: the connection fails).
+   * A `lookup` for the delivery's connection (undici passes it to net.connect): the name is resolved and
+   * judged here, and the socket connects only to the addresses returned, the ones that passed. A denied
+   * name fails the connection with code EDESTINATIONDENIED, which the deliverer does not retry.
    */
   connectLookup(): (hostname: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => void {
     return (hostname, options, callback) => {
-      this.allowedAddressesOf(hostname).then(
-        (addresses) => {
-          if (addresses.length === 0) {
-            const error = Object.assign(new Error(`webhook destination ${hostname} resolves only to internal addresses (SERVICE_WEBHOOK_ALLOWED_HOSTS)`), { code: 'EDESTINATIONDENIED' });
-            callback(error);
-          } else if (options.all) callback(null, addresses);
-          else callback(null, addresses[0]!.address, addresses[0]!.family);
+      this.destinationOf(hostname).then(
+        (destination) => {
+          if (!destination.allowed) {
+            const message = `webhook destination ${hostname} resolves to ${destination.denied}, an internal address (SERVICE_WEBHOOK_ALLOWED_HOSTS does not name it)`;
+            callback(Object.assign(new Error(message), { code: 'EDESTINATIONDENIED' }));
+          } else if (options.all) {
+            callback(null, destination.addresses);
+          } else {
+            callback(null, destination.addresses[0]!.address, destination.addresses[0]!.family);
+          }
         },
         (error: unknown) => callback(error),
       );
