@@ -80,6 +80,15 @@ export interface ContainerExit {
   readonly oomKilled: boolean;
 }
 
+/** A container found by name or id: whether it still runs, since when, and how it ended if it has. */
+export interface ContainerState {
+  readonly id: string;
+  readonly running: boolean;
+  /** Epoch milliseconds; undefined when it never started. */
+  readonly startedAtMs: number | undefined;
+  readonly exit: ContainerExit;
+}
+
 export interface ImageInfo {
   readonly id: string;
   readonly user: string;
@@ -155,6 +164,8 @@ export interface ContainerRuntime {
   /** Attaches to stdin/stdout/stderr of a container created with `interactive`; call before start to miss nothing. */
   attach(id: string): Promise<AttachedContainer>;
   waitContainer(id: string): Promise<ContainerExit>;
+  /** The container's state, or undefined when there is no such container. */
+  inspectContainer(nameOrId: string): Promise<ContainerState | undefined>;
   killContainer(id: string, signal?: string): Promise<void>;
   /** Forced removal; succeeds when the container is already gone. */
   removeContainer(id: string): Promise<void>;

@@ -3,7 +3,7 @@
 // runtime failures alike.
 import type { Logger } from 'pino';
 import type { RunPlan } from '../run-plan.js';
-import type { ContainerRuntime } from '../../runtime/container-runtime.js';
+import type { ContainerRuntime, ContainerState, OutputChunk } from '../../runtime/container-runtime.js';
 import { RuntimeError } from '../../runtime/container-runtime.js';
 import { errors } from '../../errors.js';
 import { HOOK_FAILED_EXIT_CODE } from '../../engine/command.js';
@@ -119,10 +119,63 @@ export class RunExecutor {
     }
   }
 
+  /**
+   * Follows a run whose container a previous Berth process started (it was killed or stopped with
+   * `detach`): its output from the beginning through Podman's log, its timeout counted from the container's
+   * real start, and the container removed at the end as for any run.
+   */
+  async reattach(context: RunContext, container: ContainerState): Promise<RunOutcome> {
+    const { runtime } = this.deps;
+    try {
+      const elapsedMs = container.startedAtMs === undefined ? 0 : Date.now() - container.startedAtMs;
+      return await this.watch(container.id, context, Math.max(0, context.plan.container.timeoutMs - elapsedMs), async () => {
+        const following = new AbortController();
+        return { output: runtime.followOutput(container.id, following.signal), close: () => following.abort() };
+      });
+    } finally {
+      await context.phases
+        .measure('remove', () => runtime.removeContainer(container.id))
+        .catch((error: unknown) => this.deps.log.error({ err: error, runId: context.runId }, 'container removal failed; the reaper will retry at next start'));
+      await this.deps.inputs.remove(context.runId);
+    }
+  }
+
   /** `started` releases what is only needed until the container has started (the volumes' staging mounts). */
   private async supervise(containerId: string, context: RunContext, started: () => Promise<void> | undefined): Promise<RunOutcome> {
     const { runtime } = this.deps;
-    const { plan, signal, hooks, phases } = context;
+    const { phases, hooks } = context;
+    return this.watch(containerId, context, context.plan.container.timeoutMs, async (stopped) => {
+      const attachment = await phases.measure('start', async () => {
+        const attached = await runtime.attachOutput(containerId);
+        try {
+          await runtime.startContainer(containerId);
+          await started();
+        } catch (error) {
+          attached.close();
+          throw error;
+        }
+        return attached;
+      });
+      phases.mark();
+      // A stop that arrived while the container was starting found nothing running to kill: kill it now.
+      if (stopped()) await runtime.killContainer(containerId);
+      hooks?.onContainerStarted?.(containerId);
+      return attachment;
+    });
+  }
+
+  /**
+   * Reads the engine's output from `open` until the container exits, killing it at `timeoutMs` or when the
+   * run's signal aborts, and says how the run ended.
+   */
+  private async watch(
+    containerId: string,
+    context: RunContext,
+    timeoutMs: number,
+    open: (stopped: () => boolean) => Promise<{ readonly output: AsyncIterable<OutputChunk>; close(): void }>,
+  ): Promise<RunOutcome> {
+    const { runtime } = this.deps;
+    const { signal, hooks, phases } = context;
     const splitter = new LineSplitter();
     const lines = new OutputTail();
     let stderr = '';
@@ -140,24 +193,16 @@ export class RunExecutor {
       stopReason = reason;
       runtime.killContainer(containerId).catch(() => undefined);
     };
-    const timer = setTimeout(() => stop('timeout'), plan.container.timeoutMs);
+    const timer = setTimeout(() => stop('timeout'), timeoutMs);
     const onAbort = () => stop('cancelled');
     signal.addEventListener('abort', onAbort, { once: true });
     let attached: { close(): void } | undefined;
 
     try {
       if (signal.aborted) throw new Error('run cancelled before start');
-      const { output } = await phases.measure('start', async () => {
-        const attachment = await runtime.attachOutput(containerId);
-        attached = attachment;
-        await runtime.startContainer(containerId);
-        await started();
-        return attachment;
-      });
-      phases.mark();
-      // A stop that arrived while the container was starting found nothing running to kill: kill it now.
-      if (stopReason) await runtime.killContainer(containerId);
-      hooks?.onContainerStarted?.(containerId);
+      const source = await open(() => stopReason !== undefined);
+      attached = source;
+      const { output } = source;
       const reading = (async () => {
         for await (const chunk of output) {
           if (chunk.stream === 'stderr') {

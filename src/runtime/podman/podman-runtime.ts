@@ -4,6 +4,7 @@ import type {
   AttachedContainer,
   ContainerExit,
   ContainerRuntime,
+  ContainerState,
   ContainerSpec,
   ContainerSummary,
   ImageInfo,
@@ -21,7 +22,8 @@ import { demultiplex } from './multiplexed-stream.js';
 import { isRegistryNotFound, readPullStream } from './pull-stream.js';
 
 interface LibpodInspect {
-  State: { ExitCode: number; OOMKilled: boolean; Status: string };
+  Id?: string;
+  State: { ExitCode: number; OOMKilled: boolean; Status: string; Running?: boolean; StartedAt?: string };
 }
 
 interface LibpodImage {
@@ -115,6 +117,22 @@ export class PodmanRuntime implements ContainerRuntime {
         }
       })(),
       close: () => socket.destroy(),
+    };
+  }
+
+  async inspectContainer(nameOrId: string): Promise<ContainerState | undefined> {
+    const response = await this.client.request(`/containers/${encodeURIComponent(nameOrId)}/json`, { accept: [404] });
+    if (response.statusCode === 404) {
+      await response.body.dump();
+      return undefined;
+    }
+    const inspect = (await response.body.json()) as LibpodInspect;
+    const startedAtMs = Date.parse(inspect.State.StartedAt ?? '');
+    return {
+      id: inspect.Id ?? nameOrId,
+      running: inspect.State.Running === true || inspect.State.Status === 'running',
+      startedAtMs: Number.isNaN(startedAtMs) || startedAtMs <= 0 ? undefined : startedAtMs,
+      exit: { exitCode: inspect.State.ExitCode, oomKilled: inspect.State.OOMKilled },
     };
   }
 
