@@ -60,7 +60,7 @@ export class BerthError extends Error {
   }
 }
 
-/** Factories for the errors whose text is fixed or shaped by the catalogue. */
+/** Factories for the errors whose text is fixed or shaped by the catalogue (limits may be placeholders, for the API reference). */
 export const errors = {
   invalid: (message: string) => new BerthError('BERTH_ERR_VALIDATION', message),
   badRequest: (message: string) => new BerthError('BERTH_ERR_REQUEST_INVALID', message),
@@ -99,16 +99,16 @@ export const errors = {
   jobFinished: (id: string, status: string) =>
     new BerthError('BERTH_ERR_JOB_FINISHED', `job ${id} is already ${status} and cannot be cancelled`),
   rateLimited: () => new BerthError('BERTH_ERR_RATE_LIMITED', 'rate limit exceeded; slow down and retry later'),
-  tooManyContainers: (limit: number) =>
+  tooManyContainers: (limit: number | string) =>
     new BerthError(
       'BERTH_ERR_CONTAINERS_PER_CALLER',
       `too many containers: this caller already has ${limit} runs, streams or agents running (SERVICE_MAX_CONTAINERS_PER_CALLER); retry when one has ended, or delete an agent`,
     ),
-  tooManySubscribers: (id: string, limit: number) =>
+  tooManySubscribers: (id: string, limit: number | string) =>
     new BerthError('BERTH_ERR_AGENT_SUBSCRIBERS', `agent ${id} already has ${limit} event streams open (SERVICE_AGENT_MAX_SUBSCRIBERS); close one first`),
-  streamsAtCapacity: (limit: number) =>
+  streamsAtCapacity: (limit: number | string) =>
     new BerthError('BERTH_ERR_STREAMS_AT_CAPACITY', `server at capacity: ${limit} event streams are open (SERVICE_SSE_MAX_STREAMS); retry later`),
-  atCapacity: (limit: number) =>
+  atCapacity: (limit: number | string) =>
     new BerthError('BERTH_ERR_AT_CAPACITY', `server at capacity: ${limit} containers are running (SERVICE_MAX_CONTAINERS); retry later`),
   runFailed: (message: string) => new BerthError('BERTH_ERR_RUN_FAILED', message),
   runTimeout: (timeout: string) =>

@@ -45,17 +45,25 @@ export const EngineOptionsSchema = Type.Object(
     ),
     enable_powershell_tool: Flag('Enable the PowerShell tool (no effect in Linux containers). Default false.'),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, description: 'Options of the engine (Claude Code), each mapped to one of its flags or environment switches.' },
 );
+
+const HookCommand = (when: string) =>
+  Type.Optional(
+    Type.Array(Type.String(), {
+      maxItems: 64,
+      description: `One command as its argument vector, e.g. ["npm", "ci"]; every argument is shell-escaped (write ["sh", "-c", "…"] for a shell). ${when}`,
+    }),
+  );
 
 export const LifecycleSchema = Type.Object(
   {
-    on_create_command: Type.Optional(Type.Array(Type.String(), { maxItems: 64 })),
-    post_create: Type.Optional(Type.Array(Type.String(), { maxItems: 64 })),
-    post_start: Type.Optional(Type.Array(Type.String(), { maxItems: 64 })),
-    hooks_timeout: Type.Optional(Type.String()),
+    on_create_command: HookCommand('Runs on a session\'s first run only (not on resume or fork).'),
+    post_create: HookCommand('Runs after on_create_command, on a session\'s first run only.'),
+    post_start: HookCommand('Runs on every run, resumed ones included, after the other two.'),
+    hooks_timeout: Text('Time all hooks of a run may take together, e.g. 2m. Default 5m; exit code 124 means it was reached.'),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, description: 'Commands run in the container before the engine starts, with the run\'s secrets_env variables; the first that fails stops the run (500).' },
 );
 
 export const ComposeEnvironmentSchema = Type.Object(
@@ -65,13 +73,18 @@ export const ComposeEnvironmentSchema = Type.Object(
     service: Type.String(),
     build_timeout: Type.Optional(Type.String()),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, description: 'Compose environment: not supported in this version (400).' },
 );
 
 export const ContainerOptionsSchema = Type.Object(
   {
-    image: Text('Base image; the default agent image when omitted. Must be glibc-based.'),
-    volumes: Type.Optional(Type.Array(Type.String(), { maxItems: 64, description: 'host_path:container_path[:options]' })),
+    image: Text('Base image; the default agent image when omitted. Must match SERVICE_AGENT_ALLOWED_IMAGE_PATTERNS when that is set, be present on the host (Berth never pulls implicitly) and be glibc-based (Alpine/musl images are refused).'),
+    volumes: Type.Optional(
+      Type.Array(Type.String(), {
+        maxItems: 64,
+        description: 'host_path:container_path[:options]. The host path (symlinks resolved) must be allowed by SERVICE_AGENT_ALLOWED_VOLUMES (none by default); system and Berth paths such as /etc or /opt/claude are refused as container paths; options: ro, rw, noexec, nosuid, nodev (z and Z only where the server allows relabelling).',
+      }),
+    ),
     secrets_env: Type.Optional(
       Type.Record(Type.String(), Type.String(), { description: 'Environment variable name → Podman secret name (at most 50).' }),
     ),
@@ -82,7 +95,7 @@ export const ContainerOptionsSchema = Type.Object(
     lifecycle: Type.Optional(LifecycleSchema),
     environment: Type.Optional(ComposeEnvironmentSchema),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, description: 'Options of the container the engine runs in.' },
 );
 
 export const RunRequestSchema = Type.Object(

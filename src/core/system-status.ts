@@ -1,5 +1,5 @@
 // Health and engine status: what GET /health and GET /claude/status report.
-import { isReservedSecret } from './validation/secrets-env.js';
+import { isUsableSecret, secretsPolicy } from './validation/secrets-env.js';
 import { access, constants } from 'node:fs/promises';
 import type { Config } from '../config.js';
 import type { ContainerRuntime } from '../runtime/container-runtime.js';
@@ -44,10 +44,10 @@ export class SystemStatus {
     return { configured: state.mode !== 'not-configured', message: state.message };
   }
 
-  /** The secrets a caller may name in secrets_env: Berth's own are left out (a caller could not use them). */
+  /** The secrets a caller may name in secrets_env, by the rule validation applies: Berth's own are left out. */
   async secretNames(): Promise<string[]> {
-    const policy = { reservedSecrets: [this.config.engine.credentialsSecret] };
-    return (await this.runtime.listSecrets()).filter((name) => !isReservedSecret(name, policy));
+    const policy = secretsPolicy(this.config.engine);
+    return (await this.runtime.listSecrets()).filter((name) => isUsableSecret(name, policy));
   }
 
   private async credentialsFile(): Promise<ComponentStatus> {

@@ -14,6 +14,7 @@ import { errors } from '../errors.js';
 import { registerErrorHandler } from './error-handler.js';
 import { createValidatorCompiler } from './validators.js';
 import { ErrorBodySchema } from './schemas.js';
+import { API_DESCRIPTION } from './api-description.js';
 import { registerAuth } from './plugins/auth.js';
 import { registerRateLimit } from './plugins/rate-limit.js';
 import { registerHttpMetrics } from './plugins/http-metrics.js';
@@ -43,7 +44,7 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
     genReqId: () => `req-${Math.random().toString(36).slice(2, 10)}`,
   }) as unknown as FastifyInstance; // pino's Logger is a FastifyBaseLogger; only the generic differs
   app.setValidatorCompiler(createValidatorCompiler());
-  // Clients send Content-Type: application/json on DELETE too (as the spec says), usually without a body:
+  // Clients send Content-Type: application/json on DELETE too, usually without a body:
   // an empty body is "no body", not a parse error. Non-empty bodies keep Fastify's safe JSON parser.
   // Bytes that are not UTF-8 are refused, not silently replaced by U+FFFD.
   const parseJson = app.getDefaultJsonParser('error', 'error');
@@ -67,12 +68,14 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
       openapi: '3.0.3',
       info: {
         title: 'Berth',
-        description: 'Runs the Claude Code CLI inside isolated Podman containers. Errors are always {"error": "...", "status": "error"}.',
+        description: API_DESCRIPTION,
         version: config.version,
       },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
       security: config.auth.enabled ? [{ bearer: [] }] : [],
     },
+    // Shared schemas keep their own names (ErrorBody) in components/schemas instead of def-0.
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
   });
 
   // One log line per request, with its id and duration.

@@ -10,7 +10,8 @@ import { startTestBerth, type TestBerth } from '../support/berth.js';
 
 const run = promisify(execFile);
 const secretValue = `sk-berth-test-${randomBytes(12).toString('hex')}`;
-const secretName = `berth-test-credential-${randomBytes(4).toString('hex')}`;
+// Named outside the berth- namespace: it is reserved because it is the configured engine credential.
+const secretName = `test-engine-credential-${randomBytes(4).toString('hex')}`;
 /** A secret of the caller's own (not reserved), that GET /secrets lists. */
 const callerSecret = `test-caller-token-${randomBytes(4).toString('hex')}`;
 let model: OfflineModel;
@@ -68,9 +69,32 @@ test('GET /secrets lists names, never values', async () => {
   assert.ok(!JSON.stringify(response.body).includes(secretValue));
 });
 
-test('GET /secrets lists only what a caller may use: none of Berth\'s own', async () => {
-  const { stdout } = await promisify(execFile)('podman', ['secret', 'ls', '--format', '{{.Name}}']);
-  assert.ok(stdout.split('\n').some((name) => name.startsWith('berth-')), 'Berth has secrets of its own in the store');
+async function storedSecrets(): Promise<string[]> {
+  const { stdout } = await run('podman', ['secret', 'ls', '--format', '{{.Name}}']);
+  return stdout.split('\n').filter((name) => name !== '');
+}
+
+test('GET /secrets leaves out the engine credential secret, whatever its name, and every berth- secret', async () => {
+  assert.ok((await storedSecrets()).includes(secretName));
   const listed: string[] = (await t.request('GET', '/secrets')).body.secrets;
-  assert.deepEqual(listed.filter((name) => name.toLowerCase().startsWith('berth-') || name === t.config.engine.credentialsSecret), []);
+  assert.ok(listed.includes(callerSecret));
+  assert.ok(!listed.includes(secretName), 'the engine credential is not listed');
+  assert.deepEqual(listed.filter((name) => name.toLowerCase().startsWith('berth-')), []);
+  const refused = await t.request('POST', '/run', { prompt: 'say: x', container: { secrets_env: { KEY: secretName } } });
+  assert.equal(refused.status, 400, 'a run may not use it either');
+});
+
+test('GET /secrets leaves out the offline model\'s key secret', async () => {
+  const offline = await startTestBerth();
+  try {
+    const key = (await storedSecrets()).find((name) => name.startsWith(`berth-offline-model-key-${offline.config.instanceName}-`));
+    assert.ok(key, 'the offline model\'s key is in the store');
+    const listed: string[] = (await offline.request('GET', '/secrets')).body.secrets;
+    assert.ok(listed.includes(callerSecret));
+    assert.ok(!listed.includes(key));
+    const used = await offline.request('POST', '/run', { prompt: 'say: usable', container: { secrets_env: { KEY: callerSecret } } });
+    assert.equal(used.status, 200, `a listed secret is one a run may use: ${JSON.stringify(used.body)}`);
+  } finally {
+    await offline.stop();
+  }
 });

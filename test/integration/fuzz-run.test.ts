@@ -1,5 +1,5 @@
 // Random bodies thrown at POST /run of a real Berth: only 200, 400, 413 or 503 come back, every error has
-// the spec's body, and a refused request creates no container, no secret and no session directory.
+// the error body, and a refused request creates no container, no secret and no session directory.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdir } from 'node:fs/promises';

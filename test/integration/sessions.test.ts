@@ -33,7 +33,7 @@ async function run(body: RunBody): Promise<{ session_id: string; output: string;
   return response.body;
 }
 
-async function messages(sessionId: string, query = ''): Promise<{ messages: { id: string; role: string; content: string }[]; total: number }> {
+async function messages(sessionId: string, query = ''): Promise<{ messages: { id: string; role: string; content: string }[]; total: number; has_more: boolean }> {
   const response = await t.request('GET', `/sessions/${sessionId}/messages${query}`);
   assert.equal(response.status, 200, JSON.stringify(response.body));
   return response.body;
@@ -131,9 +131,11 @@ describe('messages', () => {
     assert.equal(whole.total, 120);
     assert.equal(whole.messages.length, MAX_PAGE, 'a page is at most the configured maximum');
     const seen: string[] = [];
+    assert.equal(whole.has_more, true, 'the clamped page is followed by more');
     for (let offset = 0; offset < 130; offset += 7) {
       const page = await messages(session_id, `?limit=7&offset=${offset}`);
       assert.equal(page.total, 120);
+      assert.equal(page.has_more, offset + 7 < 120, `has_more at offset ${offset}`);
       seen.push(...page.messages.map((m) => m.id));
     }
     assert.equal(seen.length, 120);
@@ -200,6 +202,22 @@ describe('concurrent resumes', () => {
 });
 
 describe('session ids', () => {
+  it('that name no session answer as a client expects: 404 with the error body (sess-example123, as stromboli\'s client sends)', async () => {
+    const missing = '0f0f0f0f-0000-4000-8000-000000000000';
+    for (const id of ['sess-example123', missing]) {
+      for (const [method, path, headers] of [
+        ['GET', `/sessions/${id}/messages`, {}],
+        ['GET', `/sessions/${id}/messages?limit=10&offset=0`, {}],
+        ['GET', `/sessions/${id}/messages/${missing}`, {}],
+        ['DELETE', `/sessions/${id}`, {}],
+        ['DELETE', `/sessions/${id}`, { 'content-type': 'application/json' }],
+      ] as const) {
+        const response = await t.request(method, path, undefined, headers);
+        assert.deepEqual({ status: response.status, body: response.body }, { status: 404, body: { error: `session ${id} not found`, status: 'error' } }, `${method} ${path}`);
+      }
+    }
+  });
+
   it('like ../../etc or sess-example123 name no session on the paths (404), are a 400 in a run, and touch no file', async () => {
     const before = readdirSync(sessionsDir(), { recursive: true }).sort();
     for (const [method, path] of [

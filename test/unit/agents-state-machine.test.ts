@@ -140,7 +140,7 @@ test('a subscriber of an exited agent receives exited and closed at once', async
   assert.deepEqual(events.map((e) => [e.type, e.content]), [['exited', 'agent: idle timeout reached'], ['closed', undefined]]);
 });
 
-test('the snapshot has exactly the spec fields; idle_timeout_disabled only when true', () => {
+test('the snapshot has exactly the documented fields; idle_timeout_disabled only when true', () => {
   const plain = makeAgent().agent.snapshot();
   assert.deepEqual(Object.keys(plain).sort(), ['created_at', 'id', 'idle_timeout_seconds', 'last_activity_at', 'session_id', 'status', 'turns_completed']);
   const disabled = makeAgent({ disabled: true }).agent.snapshot();

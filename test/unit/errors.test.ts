@@ -39,7 +39,7 @@ function assertErrorBody(body: string, pattern: RegExp) {
 
 const cases: [string, () => Promise<{ statusCode: number; body: string }>, number, RegExp][] = [];
 
-test('every failure has the spec\'s error body and status', async () => {
+test('every failure has the error body {error, status: "error"} and its status', async () => {
   const instance = await app();
   const inject = (options: { method: 'GET' | 'POST'; url: string; payload?: string | object; headers?: Record<string, string> }) =>
     instance.inject(options);

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Fastify, { type FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
 import { registerErrorHandler } from '../../src/http/error-handler.js';
 import { createValidatorCompiler } from '../../src/http/validators.js';
 import { ErrorBodySchema } from '../../src/http/schemas.js';
@@ -98,20 +99,61 @@ describe('GET /sessions/:id/messages/:message_id', () => {
   it('answers 404 for an unknown message', async () => {
     assert.equal((await get(`/sessions/${ID}/messages/30000000-0000-4000-8000-000000000000`)).status, 404);
   });
+
+  it('answers 404 with the session-not-found body for a session id that is not a UUID, without touching files', async () => {
+    const before = readdirSync(root, { recursive: true });
+    for (const id of ['sess-example123', '..%2F..%2Fetc', 'x']) {
+      const response = await get(`/sessions/${id}/messages/10000000-0000-4000-8000-000000000000`);
+      assert.deepEqual(response, { status: 404, body: { error: `session ${decodeURIComponent(id)} not found`, status: 'error' } });
+    }
+    assert.deepEqual(readdirSync(root, { recursive: true }), before);
+  });
 });
 
 describe('DELETE /sessions/:id', () => {
-  it('answers 404 for a session id that is not a UUID', async () => {
+  it('answers 404 for a session id that is not a UUID, without touching files', async () => {
+    const before = readdirSync(root, { recursive: true });
     for (const id of ['..%2F..%2Fetc', 'sess-example123']) {
       const response = await app.inject({ method: 'DELETE', url: `/sessions/${id}` });
       assert.equal(response.statusCode, 404);
-      assert.equal(response.json().status, 'error');
+      assert.deepEqual(response.json(), { error: `session ${decodeURIComponent(id)} not found`, status: 'error' });
     }
+    assert.deepEqual(readdirSync(root, { recursive: true }), before);
   });
 
   it('deletes, then answers 404', async () => {
     const first = await app.inject({ method: 'DELETE', url: `/sessions/${ID}` });
     assert.deepEqual({ status: first.statusCode, body: first.json() }, { status: 200, body: { success: true, session_id: ID } });
     assert.equal((await app.inject({ method: 'DELETE', url: `/sessions/${ID}` })).statusCode, 404);
+  });
+});
+
+describe('the OpenAPI document of the session routes', () => {
+  let doc: { paths: Record<string, Record<string, { parameters?: { name: string; description?: string }[]; responses: Record<string, any> }>> };
+  before(async () => {
+    const documented = Fastify();
+    documented.addSchema(ErrorBodySchema);
+    await documented.register(swagger, { openapi: { openapi: '3.0.3', info: { title: 'Berth', version: 'test' } } });
+    registerSessionRoutes(documented, { sessions: {} as SessionService });
+    await documented.ready();
+    doc = documented.swagger() as unknown as typeof doc;
+    await documented.close();
+  });
+
+  it('shows has_more in the messages page', () => {
+    const page = doc.paths['/sessions/{id}/messages']!['get']!.responses['200'].content['application/json'].schema;
+    assert.equal(page.properties.has_more.type, 'boolean');
+    assert.ok(page.required.includes('has_more'));
+  });
+
+  it('documents a session id that names no session as 404, never as 400', () => {
+    for (const [path, method] of [['/sessions/{id}/messages', 'get'], ['/sessions/{id}/messages/{message_id}', 'get'], ['/sessions/{id}', 'delete']] as const) {
+      const operation = doc.paths[path]![method]!;
+      assert.match(operation.responses['404'].description, /`session <id> not found`/, `${method} ${path}`);
+      assert.match(operation.parameters!.find((p) => p.name === 'id')!.description!, /404/, `${method} ${path}`);
+      assert.doesNotMatch(operation.parameters!.find((p) => p.name === 'id')!.description!, /400/, `${method} ${path}`);
+    }
+    assert.equal(doc.paths['/sessions/{id}']!['delete']!.responses['400'], undefined);
+    assert.equal(doc.paths['/sessions/{id}/messages/{message_id}']!['get']!.responses['400'], undefined);
   });
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { BerthError } from '../../src/errors.js';
-import { blockedVariableReason, checkSecretsEnv, validateSecretsEnv } from '../../src/core/validation/secrets-env.js';
+import { blockedVariableReason, checkSecretsEnv, isUsableSecret, secretsPolicy, validateSecretsEnv } from '../../src/core/validation/secrets-env.js';
 
 const policy = { reservedSecrets: ['engine-credentials'] };
 
@@ -91,5 +91,27 @@ describe('secrets_env existence', () => {
     const asked: string[] = [];
     await assert.rejects(validateSecretsEnv({ LD_PRELOAD: 'gh-token' }, policy, async (name) => (asked.push(name), true)));
     assert.deepEqual(asked, []);
+  });
+});
+
+describe('secrets a caller may use (the rule GET /secrets lists by)', () => {
+  const names = ['gh-token', 'engine-credentials', 'berth-offline-model-key-test-1a2b-c3d4', 'BERTH-x', 'berth-engine-credentials', 'npm.token', '_x'];
+
+  it('reserves the configured engine credential besides the berth- namespace', () => {
+    assert.deepEqual(secretsPolicy({ credentialsSecret: 'engine-credentials' }), policy);
+  });
+  it('is exactly what secrets_env accepts', () => {
+    for (const name of names) {
+      const accepted = (() => {
+        try {
+          checkSecretsEnv({ TOKEN: name }, policy);
+          return true;
+        } catch {
+          return false;
+        }
+      })();
+      assert.equal(isUsableSecret(name, policy), accepted, name);
+    }
+    assert.deepEqual(names.filter((name) => isUsableSecret(name, policy)), ['gh-token', 'npm.token']);
   });
 });

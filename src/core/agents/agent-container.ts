@@ -8,7 +8,7 @@ import type { AttachedContainer, ContainerRuntime } from '../../runtime/containe
 import { engineContainer, type EngineContainerSettings } from '../runs/engine-container.js';
 import { LineReader, type ReadLine } from './line-reader.js';
 
-/** Spec "Agent stop": termination signal, then a kill after 5 s. */
+/** Stopping an agent: a termination signal, then a kill after 5 s. */
 export const STOP_GRACE_MS = 5_000;
 
 export interface AgentContainerDependencies extends EngineContainerSettings {

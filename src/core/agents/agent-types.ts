@@ -1,5 +1,5 @@
 // The persistent agent's public shapes: its statuses, the snapshot the API answers with, and the events
-// its subscribers receive (spec: "Agent snapshot", "Agent event", "Persistent agent statuses").
+// its subscribers receive (docs/agents.md).
 
 export const AGENT_STATUSES = ['starting', 'idle', 'generating', 'exited'] as const;
 export type AgentStatus = (typeof AGENT_STATUSES)[number];

@@ -120,7 +120,7 @@ export class Agent {
     return subscription;
   }
 
-  /** Accepts a turn, or refuses it with the spec's status: 503 starting, 409 generating, 410 exited. */
+  /** Accepts a turn, or refuses it by status: 503 starting, 409 generating, 410 exited. */
   send(prompt: string): string {
     this.checkCanSend();
     const turnId = this.newTurnId();

@@ -1,6 +1,6 @@
 // Splits a byte stream into lines without ever holding more than one line's limit in memory: a line
 // longer than the limit is replaced by a single truncation marker, and reading continues with the next
-// line (spec "Agent stdout line": lines over 10 MiB are truncated to a marker).
+// line (agents' stdout lines over 10 MiB become a marker).
 
 export const MAX_LINE_BYTES = 10 * 1024 * 1024;
 /** How much of a truncated line is kept. */

@@ -1,4 +1,4 @@
-// The idle watchdog: one periodic tick (spec: 30 s) for every agent of the registry. An idle agent whose
+// The idle watchdog: one periodic tick (30 s) for every agent of the registry. An idle agent whose
 // last activity is older than its idle timeout is stopped; an agent stuck in starting is stopped after
 // START_TIMEOUT_MS; an exited record is forgotten after the retention. The actual stop therefore happens
 // between idle_timeout_seconds and idle_timeout_seconds + one tick after the last activity.

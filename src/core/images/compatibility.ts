@@ -1,4 +1,4 @@
-// How well an image suits the engine, from facts probed in its files. The ranks are the spec's:
+// How well an image suits the engine, from facts probed in its files. The ranks GET /images answers:
 // 1 the official agent image, 2 verified compatible, 3 standard glibc, 4 incompatible (Alpine/musl).
 // The engine is a glibc binary, so an image without the glibc loader (musl, or none at all as in a
 // FROM-scratch data image) cannot run it and ranks 4. "Verified compatible" means glibc plus the

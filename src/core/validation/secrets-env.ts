@@ -1,5 +1,6 @@
 // container.secrets_env: environment variable name → Podman secret name. Names and values are checked
-// without I/O first; existence is asked of the injected secretExists last, as the spec orders the layers.
+// without I/O first; existence is asked of the injected secretExists last, after every other layer of the
+// request's validation. The reservation rule here also decides what GET /secrets lists.
 import { errors } from '../../errors.js';
 import type { SecretEnv } from '../run-plan.js';
 
@@ -52,9 +53,22 @@ export interface SecretsPolicy {
   readonly reservedSecrets: readonly string[];
 }
 
-/** Secrets Berth keeps for itself: every name starting with `berth-`, and the configured engine credential. */
+/** The policy of a server: its engine credential secret is reserved besides the `berth-` namespace. */
+export function secretsPolicy(engine: { readonly credentialsSecret: string }): SecretsPolicy {
+  return { reservedSecrets: [engine.credentialsSecret] };
+}
+
+/**
+ * Secrets Berth keeps for itself: every name starting with `berth-` (the offline model's key, test and
+ * future ones), and the configured engine credential.
+ */
 export function isReservedSecret(name: string, policy: SecretsPolicy): boolean {
   return name.toLowerCase().startsWith('berth-') || policy.reservedSecrets.includes(name);
+}
+
+/** Whether a run may name this secret in secrets_env: a valid secret name that Berth does not reserve. */
+export function isUsableSecret(name: string, policy: SecretsPolicy): boolean {
+  return SECRET_NAME.test(name) && !isReservedSecret(name, policy);
 }
 
 /** The I/O-free rules: count, variable names, blocked variables, secret name syntax, reserved secrets. */

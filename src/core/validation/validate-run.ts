@@ -1,5 +1,5 @@
 // A run request (already shaped by the wire schema) turned into a RunPlan, or refused with a 400 (413 for
-// an oversized prompt) naming the field. Layers run in the spec's order: input, volume allowlist, image
+// an oversized prompt) naming the field. Layers run in a fixed order: input, volume allowlist, image
 // allowlist, container-path blocklist, resource limits, then secrets. Nothing here creates anything.
 import type { Config } from '../../config.js';
 import { errors } from '../../errors.js';
@@ -8,7 +8,7 @@ import type { ContainerOptions, EngineOptions, RunRequest } from '../run-request
 import { validateImage } from './images.js';
 import { validateHooksTimeout, validateLimits } from './limits.js';
 import { validateWorkdir } from './paths.js';
-import { validateSecretsEnv } from './secrets-env.js';
+import { secretsPolicy, validateSecretsEnv } from './secrets-env.js';
 import {
   checkHookCommands, checkModel, checkOptionalText, checkPrompt, checkSessionId, checkToolNames, checkWebhookUrl,
 } from './text.js';
@@ -75,7 +75,7 @@ export async function validateRunRequest(request: RunRequest, context: Validatio
 
   const secretsEnv = await validateSecretsEnv(
     container.secrets_env,
-    { reservedSecrets: [config.engine.credentialsSecret] },
+    secretsPolicy(config.engine),
     (name) => context.secretExists(name),
   );
 

@@ -7,20 +7,40 @@ import { Type, type Static } from '@sinclair/typebox';
 import { EngineOptionsSchema } from '../../core/run-request.js';
 import type { AgentService } from '../../core/agents/agent-service.js';
 import { AGENT_STATUSES } from '../../core/agents/agent-types.js';
-import { errorResponses } from '../schemas.js';
+import { errors } from '../../errors.js';
+import { errorResponses, EXAMPLE_SESSION_ID, SLOT_REFUSALS, withExample } from '../schemas.js';
 import { streamEvents, type SseOptions } from '../sse.js';
 
 const AgentSnapshotSchema = Type.Object({
   id: Type.String({ description: 'Agent id, prefix agent-' }),
   session_id: Type.String({ format: 'uuid' }),
-  status: Type.Union(AGENT_STATUSES.map((status) => Type.Literal(status))),
+  status: Type.Union(AGENT_STATUSES.map((status) => Type.Literal(status)), {
+    description: 'starting (container booting; send is 503), idle (takes a turn), generating (a turn runs; send is 409), exited (send is 410)',
+  }),
   created_at: Type.String({ format: 'date-time' }),
   last_activity_at: Type.String({ format: 'date-time', description: 'Updated on every send and at the end of every turn.' }),
   idle_timeout_seconds: Type.Integer({ description: 'Effective idle timeout.' }),
   turns_completed: Type.Integer({ description: 'Turns that ended with turn_end.' }),
   idle_timeout_disabled: Type.Optional(Type.Literal(true, { description: 'Present only when the idle watchdog is disabled.' })),
-  exit_error: Type.Optional(Type.String({ description: 'Why the agent stopped; set once it has exited.' })),
+  exit_error: Type.Optional(
+    Type.String({
+      description:
+        'Why the agent stopped, set once it has exited: `agent: idle timeout reached`, `agent: stopped by DELETE /agents/:id`, `agent: stopped because the service is shutting down`, `agent: the engine did not become ready in time`, or the engine\'s exit code and last stderr line.',
+    }),
+  ),
 });
+
+const EXAMPLE_AGENT_ID = 'agent-1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d';
+const EXAMPLE_SNAPSHOT = {
+  id: EXAMPLE_AGENT_ID,
+  session_id: EXAMPLE_SESSION_ID,
+  status: 'idle',
+  created_at: '2030-01-01T12:00:00.000Z',
+  last_activity_at: '2030-01-01T12:00:05.310Z',
+  idle_timeout_seconds: 1800,
+  turns_completed: 1,
+};
+const agentNotFound = errors.agentNotFound('<id>');
 
 const SpawnBodySchema = Type.Object(
   {
@@ -36,7 +56,7 @@ const SpawnBodySchema = Type.Object(
 );
 
 const SendBodySchema = Type.Object({ prompt: Type.String({ description: 'The turn\'s text.' }) }, { additionalProperties: false });
-const IdParams = Type.Object({ id: Type.String() });
+const IdParams = Type.Object({ id: Type.String({ description: 'Agent id, prefix agent-' }) });
 type IdParams = Static<typeof IdParams>;
 
 const EVENTS = [
@@ -46,6 +66,19 @@ const EVENTS = [
   'exited: the agent stopped (content is its exit_error); closed: the stream ends (data {}).',
   'Each subscriber has a buffer of 32 events; events for a subscriber whose buffer is full are dropped. Comment lines `: ping` are heartbeats.',
 ].join(' ');
+
+const EXAMPLE_TURN = 'turn-9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a';
+const EXAMPLE_EVENTS = [
+  'event: turn_start',
+  `data: {"type":"turn_start","turn_id":"${EXAMPLE_TURN}","at":"2030-01-01T12:01:00.000Z"}`,
+  '',
+  'event: output',
+  `data: {"type":"output","turn_id":"${EXAMPLE_TURN}","content":"{\\"type\\":\\"assistant\\",…}","at":"2030-01-01T12:01:02.120Z"}`,
+  '',
+  'event: turn_end',
+  `data: {"type":"turn_end","turn_id":"${EXAMPLE_TURN}","at":"2030-01-01T12:01:04.870Z"}`,
+  '',
+].join('\n');
 
 export interface AgentRouteDependencies {
   readonly agents: AgentService;
@@ -62,8 +95,24 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDepend
       schema: {
         tags: ['agents'],
         summary: 'Spawn a persistent agent (one engine process in one container)',
-        body: SpawnBodySchema,
-        response: { 200: AgentSnapshotSchema, ...errorResponses(400, 401, 404, 409, 413, 429, 500, 503) },
+        description:
+          'Answers at once with status starting; the agent becomes idle when the engine is ready. The engine always reads and writes stream-json and runs verbose; the other engine options apply as on POST /run (container options are not accepted). A session the agent creates is hidden: GET /sessions does not list it and its messages are not served.',
+        body: withExample(SpawnBodySchema, { prompt: 'Read the failing test and fix it', workdir: '/work/project', idle_timeout_seconds: 600, engine: { model: 'sonnet' } }),
+        response: {
+          200: withExample(AgentSnapshotSchema, { ...EXAMPLE_SNAPSHOT, status: 'starting', last_activity_at: EXAMPLE_SNAPSHOT.created_at, idle_timeout_seconds: 600, turns_completed: 0 }),
+          ...errorResponses(
+            400,
+            401,
+            errors.sessionNotFound('<session_id>'),
+            errors.sessionBusy('<session_id>'),
+            413,
+            429,
+            ...SLOT_REFUSALS,
+            errors.agentSpawnFailed('<reason>'),
+            errors.engineNotConfigured('<reason>'),
+            errors.runtimeUnavailable('<reason>'),
+          ),
+        },
       },
     },
     async (request) => agents.spawn(request.body ?? {}, requestCaller(request)),
@@ -75,7 +124,7 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDepend
       schema: {
         tags: ['agents'],
         summary: 'List the agents of this service instance, exited ones included until their retention ends',
-        response: { 200: Type.Object({ agents: Type.Array(AgentSnapshotSchema) }), ...errorResponses(401, 429) },
+        response: { 200: withExample(Type.Object({ agents: Type.Array(AgentSnapshotSchema) }), { agents: [EXAMPLE_SNAPSHOT] }), ...errorResponses(401, 429) },
       },
     },
     async (request) => ({ agents: agents.list(requestCaller(request)) }),
@@ -88,7 +137,7 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDepend
         tags: ['agents'],
         summary: 'Read an agent\'s snapshot',
         params: IdParams,
-        response: { 200: AgentSnapshotSchema, ...errorResponses(401, 404, 429) },
+        response: { 200: withExample(AgentSnapshotSchema, EXAMPLE_SNAPSHOT), ...errorResponses(401, agentNotFound, 429) },
       },
     },
     async (request) => agents.get(request.params.id, requestCaller(request)),
@@ -101,8 +150,13 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDepend
         tags: ['agents'],
         summary: 'Send a turn; answers at once, the output arrives on the stream',
         params: IdParams,
-        body: SendBodySchema,
-        response: { 200: Type.Object({ turn_id: Type.String({ description: 'prefix turn-' }) }), ...errorResponses(400, 401, 404, 409, 410, 413, 429, 503) },
+        body: withExample(SendBodySchema, { prompt: 'Now run the whole test suite' }),
+        response: {
+          200: withExample(Type.Object({ turn_id: Type.String({ description: 'prefix turn-; the turn\'s events carry it' }) }), {
+            turn_id: 'turn-9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a',
+          }),
+          ...errorResponses(400, 401, agentNotFound, errors.agentBusy('<id>'), errors.agentExited('<id>', '<exit_error>'), 413, 429, errors.agentNotReady('<id>')),
+        },
       },
     },
     async (request) => agents.send(request.params.id, request.body.prompt, requestCaller(request)),
@@ -117,8 +171,8 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDepend
         description: EVENTS,
         params: IdParams,
         response: {
-          200: { description: EVENTS, content: { 'text/event-stream': { schema: Type.String() } } },
-          ...errorResponses(401, 404, 429),
+          200: { description: EVENTS, content: { 'text/event-stream': { schema: Type.String(), example: EXAMPLE_EVENTS } } },
+          ...errorResponses(401, agentNotFound, 429, errors.tooManySubscribers('<id>', '<limit>'), errors.streamsAtCapacity('<limit>')),
         },
       },
     },
@@ -148,8 +202,10 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDepend
       schema: {
         tags: ['agents'],
         summary: 'Stop an agent (SIGTERM, SIGKILL after 5 s) and remove its container',
+        description:
+          'Answers once the engine has stopped, whatever its status (a starting agent too). The record stays readable, as exited, for SERVICE_AGENT_EXITED_RETENTION; deleting an exited agent forgets it.',
         params: IdParams,
-        response: { 204: Type.Null({ description: 'Stopped; no body.' }), ...errorResponses(401, 404, 429) },
+        response: { 204: Type.Null({ description: 'Stopped; no body.' }), ...errorResponses(401, agentNotFound, 429) },
       },
     },
     async (request, reply) => {

@@ -8,7 +8,12 @@ import type { AuthService } from '../../core/auth/auth-service.js';
 import type { TokenClaims } from '../../core/auth/tokens.js';
 import type { Metrics } from '../../metrics/metrics.js';
 import { authFailureReason, authenticate, bearerToken } from '../plugins/auth.js';
-import { errorResponses } from '../schemas.js';
+import { errors } from '../../errors.js';
+import { errorResponses, withExample } from '../schemas.js';
+
+// Shortened JWTs for the examples.
+const EXAMPLE_PAIR = { access_token: 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJjaS1ib3QiLCJ0eXAiOiJhY2Nlc3MifQ.Qk…', refresh_token: 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJjaS1ib3QiLCJ0eXAiOiJyZWZyZXNoIn0.Zp…', token_type: 'Bearer', expires_in: 86400 };
+const blacklistFailed = errors.blacklistUnavailable('the blacklist backend failed; the request was refused, retry later');
 
 export interface AuthRoutesDeps {
   readonly auth: AuthService;
@@ -35,7 +40,7 @@ const TokenRequest = Type.Object(
 );
 
 const RefreshRequest = Type.Object(
-  { refresh_token: Type.String({ minLength: 1, maxLength: 4096 }) },
+  { refresh_token: Type.String({ minLength: 1, maxLength: 4096, description: 'The refresh token of POST /auth/token or of the last refresh.' }) },
   { additionalProperties: false },
 );
 
@@ -54,14 +59,14 @@ const LogoutRequest = Type.Object(
 );
 
 const ValidateResponse = Type.Object({
-  valid: Type.Boolean(),
+  valid: Type.Boolean({ description: 'Always true: an invalid token is a 401' }),
   claims: Type.Object({
-    sub: Type.String(),
+    sub: Type.String({ description: 'The client_id the token was issued to' }),
     exp: Type.Integer({ description: 'Expiry, seconds since the epoch.' }),
   }),
 });
 
-const LogoutResponse = Type.Object({ success: Type.Boolean() });
+const LogoutResponse = Type.Object({ success: Type.Boolean({ description: 'True once the token(s) are blacklisted' }) });
 
 export function registerAuthRoutes(app: FastifyInstance, deps: AuthRoutesDeps): void {
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
@@ -85,8 +90,9 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRoutesDeps): 
     schema: {
       tags: ['auth'],
       summary: 'Exchange an API token (Authorization: Bearer <API token>) for an access and a refresh token',
-      body: TokenRequest,
-      response: { 200: TokenPairResponse, ...errorResponses(400, 401) },
+      description: 'The API token is checked before the body is read, so a caller without one learns nothing about the body\'s rules.',
+      body: withExample(TokenRequest, { client_id: 'ci-bot' }),
+      response: { 200: withExample(TokenPairResponse, EXAMPLE_PAIR), ...errorResponses(400, 401, errors.tokenRequired(), errors.invalidApiToken()) },
     },
     // Checked before the body is parsed and validated, so a caller without an API token learns nothing.
     onRequest: async (request) =>
@@ -102,8 +108,12 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRoutesDeps): 
       tags: ['auth'],
       summary: 'Exchange a refresh token for a new access token and a new (rotated) refresh token',
       security: [],
-      body: RefreshRequest,
-      response: { 200: TokenPairResponse, ...errorResponses(400, 401, 503) },
+      description: 'The refresh token in the body is the credential. Each refresh token works once; the answer carries its replacement.',
+      body: withExample(RefreshRequest, { refresh_token: EXAMPLE_PAIR.refresh_token }),
+      response: {
+        200: withExample(TokenPairResponse, EXAMPLE_PAIR),
+        ...errorResponses(400, errors.invalidToken(), errors.tokenExpired(), errors.tokenBlacklisted(), blacklistFailed),
+      },
     },
   }, async (request) =>
     counted(() => deps.auth.refresh(request.body.refresh_token)));
@@ -112,7 +122,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRoutesDeps): 
     schema: {
       tags: ['auth'],
       summary: 'Check the presented access token and return its subject and expiry',
-      response: { 200: ValidateResponse, ...errorResponses(401, 503) },
+      response: { 200: withExample(ValidateResponse, { valid: true, claims: { sub: 'ci-bot', exp: 1893499200 } }), ...errorResponses(401, blacklistFailed) },
     },
   }, async (request) => {
     const claims = await accessClaims(request);
@@ -124,8 +134,16 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRoutesDeps): 
       tags: ['auth'],
       summary: 'Blacklist the presented access token (and optionally a refresh token) until it expires',
       description: 'The body is optional (send none, or {}): without refresh_token only the access token is revoked. 503 when no blacklist is configured or recording fails.',
-      body: LogoutRequest,
-      response: { 200: LogoutResponse, ...errorResponses(400, 401, 503) },
+      body: withExample(LogoutRequest, { refresh_token: EXAMPLE_PAIR.refresh_token }),
+      response: {
+        200: withExample(LogoutResponse, { success: true }),
+        ...errorResponses(
+          400,
+          401,
+          errors.blacklistUnavailable('no token blacklist is configured'),
+          errors.blacklistUnavailable('the blacklist backend failed; the token was not revoked, retry later'),
+        ),
+      },
     },
     // Fastify validates an absent body against the schema; a logout without a body means {}.
     preValidation: async (request) => {

@@ -5,7 +5,19 @@ import type { ImageCatalog } from '../../core/images/image-catalog.js';
 import { SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX } from '../../core/images/image-catalog.js';
 import { SEARCH_TERM_MAX_LENGTH } from '../../core/images/image-requests.js';
 import { IMAGE_REFERENCE_MAX_LENGTH } from '../../core/validation/images.js';
-import { errorResponses } from '../schemas.js';
+import { errors } from '../../errors.js';
+import { errorResponses, withExample } from '../schemas.js';
+
+const EXAMPLE_IMAGE = {
+  repository: 'localhost/berth-agent',
+  tag: '0.1.0-alpha',
+  id: '5d0da3dc9764',
+  size: 164_093_952,
+  compatibility_rank: 1,
+  compatible: true,
+  tools: ['bash', 'git', 'python3'],
+  allowed: true,
+};
 
 const ImageSchema = Type.Object({
   repository: Type.String({ description: 'Fully qualified, e.g. localhost/berth-agent or docker.io/library/python' }),
@@ -28,7 +40,7 @@ const SearchQuerySchema = Type.Object({
 });
 
 const SearchResultSchema = Type.Object({
-  name: Type.String(),
+  name: Type.String({ description: 'Reference to pull, with its registry' }),
   description: Type.String(),
   stars: Type.Integer(),
   official: Type.Boolean(),
@@ -51,7 +63,7 @@ const PullBodySchema = Type.Object(
 
 const PullResponseSchema = Type.Object({
   success: Type.Literal(true),
-  image_id: Type.String(),
+  image_id: Type.String({ description: 'Image id' }),
   image: Type.String({ description: 'The fully qualified reference that was pulled' }),
 });
 
@@ -62,7 +74,7 @@ export function registerImageRoutes(app: FastifyInstance, deps: { images: ImageC
       schema: {
         tags: ['images'],
         summary: 'Local images, best compatibility rank first, then by repository:tag',
-        response: { 200: Type.Object({ images: Type.Array(ImageSchema) }), ...errorResponses(401, 429, 503) },
+        response: { 200: withExample(Type.Object({ images: Type.Array(ImageSchema) }), { images: [EXAMPLE_IMAGE] }), ...errorResponses(401, 429, 503) },
       },
     },
     async () => ({ images: await deps.images.list() }),
@@ -75,7 +87,12 @@ export function registerImageRoutes(app: FastifyInstance, deps: { images: ImageC
         tags: ['images'],
         summary: 'Search registries for images',
         querystring: SearchQuerySchema,
-        response: { 200: Type.Object({ results: Type.Array(SearchResultSchema) }), ...errorResponses(400, 401, 429, 502, 503) },
+        response: {
+          200: withExample(Type.Object({ results: Type.Array(SearchResultSchema) }), {
+            results: [{ name: 'docker.io/library/python', description: 'Python is an interpreted, interactive, object-oriented, open-source programming language.', stars: 10000, official: true }],
+          }),
+          ...errorResponses(400, 401, 429, errors.imageSearchFailed('<q>', '<reason>'), 503),
+        },
       },
     },
     async (request) => ({ results: await deps.images.search(request.query.q, request.query.limit) }),
@@ -87,14 +104,28 @@ export function registerImageRoutes(app: FastifyInstance, deps: { images: ImageC
       schema: {
         tags: ['images'],
         summary: 'Pull an image from its registry (allowlisted references only)',
-        body: PullBodySchema,
-        response: { 200: PullResponseSchema, ...errorResponses(400, 401, 404, 429, 502, 503) },
+        body: withExample(PullBodySchema, { image: 'docker.io/library/python:3.12-slim' }),
+        response: {
+          200: withExample(PullResponseSchema, { success: true, image_id: '8f3b1c2d4e5f', image: 'docker.io/library/python:3.12-slim' }),
+          ...errorResponses(
+            400,
+            errors.imageNotAllowed('<image>', 'image'),
+            401,
+            errors.imageNotInRegistry('<image>', '<registry>'),
+            429,
+            errors.imagePullFailed('<image>', '<reason>'),
+            503,
+          ),
+        },
       },
     },
     async (request) => deps.images.pull(request.body),
   );
 
-  const oneImage = { tags: ['images'], response: { 200: ImageSchema, ...errorResponses(400, 401, 404, 429, 503) } };
+  const oneImage = {
+    tags: ['images'],
+    response: { 200: withExample(ImageSchema, EXAMPLE_IMAGE), ...errorResponses(400, 401, errors.notFound('image "<name>"'), 429, 503) },
+  };
   app.get<{ Params: Static<typeof NameParamsSchema> }>(
     '/images/:name',
     { schema: { ...oneImage, summary: 'One local image by reference', params: NameParamsSchema } },

@@ -5,7 +5,8 @@ import { Type, type Static } from '@sinclair/typebox';
 import { RunRequestSchema, type RunRequest } from '../../core/run-request.js';
 import { JOB_LIST_DEFAULT_LIMIT, JOB_LIST_MAX_LIMIT, type JobService } from '../../core/jobs/job-service.js';
 import { JOB_STATUSES } from '../../core/jobs/job-view.js';
-import { errorResponses } from '../schemas.js';
+import { errors } from '../../errors.js';
+import { errorResponses, EXAMPLE_RUN_REQUEST, EXAMPLE_SESSION_ID, RUN_REFUSALS, withExample } from '../schemas.js';
 
 const JobStatusSchema = Type.Union(JOB_STATUSES.map((status) => Type.Literal(status)));
 
@@ -23,26 +24,29 @@ const CrashInfoSchema = Type.Object(
 const JobSchema = Type.Object({
   id: Type.String({ description: 'Job id, prefix job-' }),
   status: JobStatusSchema,
-  output: Type.String(),
-  structured_output: Type.Optional(Type.Unknown()),
-  session_id: Type.String({ format: 'uuid' }),
-  crash_info: Type.Union([CrashInfoSchema, Type.Null()]),
+  output: Type.String({ description: 'The engine\'s final answer once completed; empty before.' }),
+  structured_output: Type.Optional(Type.Unknown({ description: 'As in the run response: with output_format json and a json_schema.' })),
+  session_id: Type.String({ format: 'uuid', description: 'Known from submission on.' }),
+  crash_info: Type.Union([CrashInfoSchema, Type.Null()], { description: 'Set when status is crashed, null otherwise.' }),
   error: Type.Union([Type.String(), Type.Null()], { description: 'Why the job did not complete; null otherwise.' }),
   created_at: Type.String({ format: 'date-time' }),
-  updated_at: Type.String({ format: 'date-time' }),
-  finished_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  updated_at: Type.String({ format: 'date-time', description: 'Time of the last status change.' }),
+  finished_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'Set in a final state: completed, failed, crashed or cancelled.' }),
 });
+
+const EXAMPLE_JOB_ID = 'job-4e9b2c7d-0a1f-4b3e-8c5d-6f7a9b1c2d3e';
+const jobNotFound = errors.jobNotFound('<id>');
 
 const JobListQuerySchema = Type.Object(
   {
-    status: Type.Optional(JobStatusSchema),
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: JOB_LIST_MAX_LIMIT, default: JOB_LIST_DEFAULT_LIMIT })),
-    offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
+    status: Type.Optional(Type.Union(JOB_STATUSES.map((status) => Type.Literal(status)), { description: 'Only jobs in this status' })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: JOB_LIST_MAX_LIMIT, default: JOB_LIST_DEFAULT_LIMIT, description: `Jobs per page, 1–${JOB_LIST_MAX_LIMIT}` })),
+    offset: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: 'Jobs skipped' })),
   },
   { additionalProperties: false },
 );
 
-const JobIdParams = Type.Object({ id: Type.String() });
+const JobIdParams = Type.Object({ id: Type.String({ description: 'Job id, as answered by POST /run/async' }) });
 
 export function registerJobRoutes(app: FastifyInstance, deps: { jobs: JobService }): void {
   const { jobs } = deps;
@@ -53,10 +57,15 @@ export function registerJobRoutes(app: FastifyInstance, deps: { jobs: JobService
       schema: {
         tags: ['jobs'],
         summary: 'Queue a run as a job and answer at once',
-        body: RunRequestSchema,
+        description:
+          'The request is validated and its session taken before the answer, so refusals are the same as POST /run\'s. The job then waits for a run slot (SERVICE_MAX_CONCURRENT_RUNS) as pending. With webhook_url, Berth POSTs the job.finished payload there when the job ends.',
+        body: withExample(RunRequestSchema, { ...EXAMPLE_RUN_REQUEST, webhook_url: 'https://ci.example.com/hooks/berth' }),
         response: {
-          200: Type.Object({ job_id: Type.String({ description: 'prefix job-' }), session_id: Type.String({ format: 'uuid' }) }),
-          ...errorResponses(400, 401, 404, 409, 413, 429, 503),
+          200: withExample(
+            Type.Object({ job_id: Type.String({ description: 'prefix job-' }), session_id: Type.String({ format: 'uuid', description: 'The session the run will use' }) }),
+            { job_id: EXAMPLE_JOB_ID, session_id: EXAMPLE_SESSION_ID },
+          ),
+          ...errorResponses(...RUN_REFUSALS),
         },
       },
     },
@@ -71,7 +80,10 @@ export function registerJobRoutes(app: FastifyInstance, deps: { jobs: JobService
         summary: 'List jobs, newest first',
         querystring: JobListQuerySchema,
         response: {
-          200: Type.Object({ jobs: Type.Array(Type.Object({ id: Type.String(), status: JobStatusSchema, created_at: Type.String({ format: 'date-time' }) })) }),
+          200: withExample(
+            Type.Object({ jobs: Type.Array(Type.Object({ id: Type.String(), status: JobStatusSchema, created_at: Type.String({ format: 'date-time' }) })) }),
+            { jobs: [{ id: EXAMPLE_JOB_ID, status: 'running', created_at: '2030-01-01T12:00:00.000Z' }] },
+          ),
           ...errorResponses(400, 401, 429),
         },
       },
@@ -81,7 +93,28 @@ export function registerJobRoutes(app: FastifyInstance, deps: { jobs: JobService
 
   app.get<{ Params: Static<typeof JobIdParams> }>(
     '/jobs/:id',
-    { schema: { tags: ['jobs'], summary: 'Read a job', params: JobIdParams, response: { 200: JobSchema, ...errorResponses(401, 404, 429) } } },
+    {
+      schema: {
+        tags: ['jobs'],
+        summary: 'Read a job',
+        description: 'Statuses: pending → running → completed, failed or crashed; pending or running → cancelled by DELETE. Jobs found pending or running when the server starts become crashed (crash_info.reason service_restart); they are never run again.',
+        params: JobIdParams,
+        response: {
+          200: withExample(JobSchema, {
+            id: EXAMPLE_JOB_ID,
+            status: 'completed',
+            output: 'Berth runs the Claude Code CLI in rootless Podman containers and returns its output.',
+            session_id: EXAMPLE_SESSION_ID,
+            crash_info: null,
+            error: null,
+            created_at: '2030-01-01T12:00:00.000Z',
+            updated_at: '2030-01-01T12:00:07.412Z',
+            finished_at: '2030-01-01T12:00:07.412Z',
+          }),
+          ...errorResponses(401, jobNotFound, 429),
+        },
+      },
+    },
     async (request) => jobs.get(request.params.id, requestCaller(request)),
   );
 
@@ -92,7 +125,10 @@ export function registerJobRoutes(app: FastifyInstance, deps: { jobs: JobService
         tags: ['jobs'],
         summary: 'Cancel a pending or running job (its container is killed and removed)',
         params: JobIdParams,
-        response: { 200: Type.Object({ id: Type.String(), status: Type.Literal('cancelled') }), ...errorResponses(401, 404, 409, 429) },
+        response: {
+          200: withExample(Type.Object({ id: Type.String(), status: Type.Literal('cancelled') }), { id: EXAMPLE_JOB_ID, status: 'cancelled' }),
+          ...errorResponses(401, jobNotFound, errors.jobFinished('<id>', '<status>'), 429),
+        },
       },
     },
     async (request) => jobs.cancel(request.params.id, requestCaller(request)),

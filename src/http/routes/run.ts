@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import { RunRequestSchema, type RunRequest } from '../../core/run-request.js';
 import type { RunService } from '../../core/runs/run-service.js';
-import { errorResponses, RunResponseSchema } from '../schemas.js';
+import { errorResponses, EXAMPLE_RUN_REQUEST, EXAMPLE_RUN_RESPONSE, RUN_FAILURES, RUN_REFUSALS, RunResponseSchema, SLOT_REFUSALS, withExample } from '../schemas.js';
 import { abortOnDisconnect } from '../disconnect.js';
 import { requestCaller } from '../caller.js';
 
@@ -13,8 +13,9 @@ export function registerRunRoutes(app: FastifyInstance, deps: { runs: RunService
       schema: {
         tags: ['runs'],
         summary: 'Run a prompt and wait for the result',
-        body: RunRequestSchema,
-        response: { 200: RunResponseSchema, ...errorResponses(400, 401, 404, 409, 413, 429, 500, 503) },
+        description: 'Answers when the run has ended. A client that disconnects first stops the run; its container is removed either way.',
+        body: withExample(RunRequestSchema, EXAMPLE_RUN_REQUEST),
+        response: { 200: withExample(RunResponseSchema, EXAMPLE_RUN_RESPONSE), ...errorResponses(...RUN_REFUSALS, ...SLOT_REFUSALS, ...RUN_FAILURES) },
       },
     },
     async (request, reply) => {

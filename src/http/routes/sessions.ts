@@ -3,16 +3,28 @@ import { requestCaller } from '../caller.js';
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { SessionService } from '../../core/sessions/session-service.js';
-import { errorResponses } from '../schemas.js';
+import { errors } from '../../errors.js';
+import { errorResponses, EXAMPLE_SESSION_ID, withExample } from '../schemas.js';
+
+const SESSION_ID = 'Session id (a UUID). Any other value names no session: 404, and no file is looked at.';
 
 const SessionParamsSchema = Type.Object({
-  id: Type.String({ description: 'Session id (a UUID; anything else is a 400)' }),
+  id: Type.String({ description: SESSION_ID }),
 });
 
 const MessageParamsSchema = Type.Object({
-  id: Type.String({ description: 'Session id (a UUID)' }),
+  id: Type.String({ description: SESSION_ID }),
   message_id: Type.String({ description: 'Message id: the engine\'s record uuid, as listed in `id`' }),
 });
+
+const EXAMPLE_MESSAGES = [
+  { id: '7b1d0c52-4f0e-4a8e-9a43-5c1e9f2d6b10', role: 'user', content: 'say: hello' },
+  { id: 'c2e6a3f1-8d4b-4b7a-b0f5-1a9e3d7c5f22', role: 'assistant', content: 'hello' },
+] as const;
+
+// Texts answered for an unknown session or message; `<id>` is the id as given.
+const sessionNotFound = errors.sessionNotFound('<id>');
+const messageNotFound = errors.notFound('message <message_id> of session <id>');
 
 const PagingQuerySchema = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 0, default: 50, description: 'Page size; default 50, larger values are clamped to SERVICE_SESSIONS_MAX_PAGE_SIZE' })),
@@ -20,13 +32,13 @@ const PagingQuerySchema = Type.Object({
 });
 
 const SessionSchema = Type.Object({
-  id: Type.String({ format: 'uuid' }),
+  id: Type.String({ format: 'uuid', description: 'Session id' }),
   title: Type.String({ description: 'Set from the first prompt by the session title hook; empty when none' }),
 });
 
 const MessageSchema = Type.Object({
   id: Type.String({ description: 'The engine\'s record uuid' }),
-  role: Type.Union([Type.Literal('user'), Type.Literal('assistant')]),
+  role: Type.Union([Type.Literal('user'), Type.Literal('assistant')], { description: 'user or assistant' }),
   content: Type.String({ description: 'Text; tool calls as `[tool call <name>] <input JSON>`, results as `[tool result] <text>` or `[tool error] <text>`' }),
 });
 
@@ -34,7 +46,7 @@ const MessagePageSchema = Type.Object({
   messages: Type.Array(MessageSchema),
   total: Type.Integer({ description: 'Number of messages in the session' }),
   limit: Type.Integer({ description: 'Page size applied (after clamping)' }),
-  offset: Type.Integer(),
+  offset: Type.Integer({ description: 'Messages skipped' }),
   has_more: Type.Boolean({ description: 'Whether messages follow this page (offset + limit < total)' }),
 });
 
@@ -45,7 +57,10 @@ export function registerSessionRoutes(app: FastifyInstance, deps: { sessions: Se
       schema: {
         tags: ['sessions'],
         summary: 'Sessions, most recently active first',
-        response: { 200: Type.Object({ sessions: Type.Array(SessionSchema) }), ...errorResponses(401, 429) },
+        response: {
+          200: withExample(Type.Object({ sessions: Type.Array(SessionSchema) }), { sessions: [{ id: EXAMPLE_SESSION_ID, title: 'say: hello' }] }),
+          ...errorResponses(401, 429),
+        },
       },
     },
     async (request) => ({ sessions: await deps.sessions.list(requestCaller(request)) }),
@@ -59,7 +74,10 @@ export function registerSessionRoutes(app: FastifyInstance, deps: { sessions: Se
         summary: 'Messages of a session in conversation order, paged',
         params: SessionParamsSchema,
         querystring: PagingQuerySchema,
-        response: { 200: MessagePageSchema, ...errorResponses(400, 401, 404, 429) },
+        response: {
+          200: withExample(MessagePageSchema, { messages: EXAMPLE_MESSAGES, total: 2, limit: 50, offset: 0, has_more: false }),
+          ...errorResponses(400, 401, sessionNotFound, 429),
+        },
       },
     },
     async (request) => deps.sessions.messages(request.params.id, request.query, requestCaller(request)),
@@ -72,7 +90,7 @@ export function registerSessionRoutes(app: FastifyInstance, deps: { sessions: Se
         tags: ['sessions'],
         summary: 'One message of a session',
         params: MessageParamsSchema,
-        response: { 200: MessageSchema, ...errorResponses(400, 401, 404, 429) },
+        response: { 200: withExample(MessageSchema, EXAMPLE_MESSAGES[1]), ...errorResponses(401, sessionNotFound, messageNotFound, 429) },
       },
     },
     async (request) => deps.sessions.message(request.params.id, request.params.message_id, requestCaller(request)),
@@ -86,8 +104,11 @@ export function registerSessionRoutes(app: FastifyInstance, deps: { sessions: Se
         summary: 'Delete a session and its files (409 while a run or agent uses it)',
         params: SessionParamsSchema,
         response: {
-          200: Type.Object({ success: Type.Literal(true), session_id: Type.String({ format: 'uuid' }) }),
-          ...errorResponses(400, 401, 404, 409, 429),
+          200: withExample(
+            Type.Object({ success: Type.Literal(true), session_id: Type.String({ format: 'uuid', description: 'The deleted session' }) }),
+            { success: true, session_id: EXAMPLE_SESSION_ID },
+          ),
+          ...errorResponses(401, sessionNotFound, errors.sessionBusy('<id>'), 429),
         },
       },
     },

@@ -6,12 +6,13 @@ import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from '@sinclair/typebox';
 import type { RunRequest } from '../../core/run-request.js';
 import type { RunService } from '../../core/runs/run-service.js';
-import { errorResponses } from '../schemas.js';
+import { errors } from '../../errors.js';
+import { errorResponses, EXAMPLE_SESSION_ID, RUN_REFUSALS, SLOT_REFUSALS } from '../schemas.js';
 import { streamEvents, type SseOptions } from '../sse.js';
 
 const StreamQuerySchema = Type.Object(
   {
-    prompt: Type.String({ description: 'Text given to the agent. Required and non-empty.' }),
+    prompt: Type.String({ description: 'Text given to the agent. Required and non-empty.', examples: ['say: hello'] }),
     workdir: Type.Optional(Type.String({ description: 'Working directory inside the container. Default /workspace.' })),
     session_id: Type.Optional(Type.String({ description: 'Session to resume (UUID); resume defaults to true when it is given.' })),
     resume: Type.Optional(Type.Boolean({ description: 'Continue the session named by session_id. Default false.' })),
@@ -27,6 +28,13 @@ const FRAMES = [
   '{"type":"error","error":"..."} when it failed after the stream started.',
   'Comment lines `: ping` are heartbeats (SERVICE_SSE_HEARTBEAT_INTERVAL).',
 ].join(' ');
+
+const EXAMPLE_FRAMES = [
+  'data: {"type":"output","content":"hello"}',
+  '',
+  `data: {"type":"done","session_id":"${EXAMPLE_SESSION_ID}","id":"run-8d2f4b6a-1c3e-4f5a-9b7d-0e2c4a6f8b1d"}`,
+  '',
+].join('\n');
 
 export interface StreamRouteDependencies {
   readonly runs: RunService;
@@ -57,8 +65,9 @@ export function registerStreamRoutes(app: FastifyInstance, deps: StreamRouteDepe
         description: FRAMES,
         querystring: StreamQuerySchema,
         response: {
-          200: { description: FRAMES, content: { 'text/event-stream': { schema: Type.String() } } },
-          ...errorResponses(400, 401, 404, 409, 413, 429, 500, 503),
+          200: { description: FRAMES, content: { 'text/event-stream': { schema: Type.String(), example: EXAMPLE_FRAMES } } },
+          // Failures after the stream opened arrive as an error frame, not as a status.
+          ...errorResponses(...RUN_REFUSALS, ...SLOT_REFUSALS, errors.streamsAtCapacity('<limit>')),
         },
       },
     },

@@ -2,15 +2,18 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { SystemStatus } from '../../core/system-status.js';
-import { errorResponses } from '../schemas.js';
+import { errorResponses, withExample } from '../schemas.js';
 import type { VersionInfo } from '../../version.js';
 
 const HealthSchema = Type.Object({
   status: Type.String({ description: 'ok, or degraded when a component is not ok' }),
-  name: Type.String(),
+  name: Type.String({ description: 'berth' }),
   version: Type.String({ description: '<major>.<minor>.<patch>-alpha' }),
   components: Type.Array(
-    Type.Object({ name: Type.String(), status: Type.String({ description: 'ok, unavailable or not_configured' }) }),
+    Type.Object({
+      name: Type.String({ description: 'container-runtime, engine-credentials-file or engine-credentials-secret' }),
+      status: Type.String({ description: 'ok, unavailable or not_configured' }),
+    }),
   ),
 });
 
@@ -24,13 +27,50 @@ const VersionSchema = Type.Object({
 });
 
 export function registerSystemRoutes(app: FastifyInstance, deps: { status: SystemStatus; version: VersionInfo }): void {
-  app.get('/health', { schema: { tags: ['system'], summary: 'Service health', response: { 200: HealthSchema } } }, async () =>
-    deps.status.health(),
+  app.get(
+    '/health',
+    {
+      schema: {
+        tags: ['system'],
+        summary: 'Service health',
+        security: [],
+        description: 'Always 200; status degraded says that Podman or the engine credentials are not usable.',
+        response: {
+          200: withExample(HealthSchema, {
+            status: 'ok',
+            name: 'berth',
+            version: '0.1.0-alpha',
+            components: [
+              { name: 'container-runtime', status: 'ok' },
+              { name: 'engine-credentials-file', status: 'not_configured' },
+              { name: 'engine-credentials-secret', status: 'ok' },
+            ],
+          }),
+        },
+      },
+    },
+    async () => deps.status.health(),
   );
 
   app.get(
     '/version',
-    { schema: { tags: ['system'], summary: 'What is running: versions, images and commit (open, like /health)', response: { 200: VersionSchema } } },
+    {
+      schema: {
+        tags: ['system'],
+        summary: 'What is running: versions, images and commit',
+        security: [],
+        response: {
+          200: withExample(VersionSchema, {
+            version: '0.1.0-alpha',
+            api_version: '1',
+            engine_version: '2.1.330',
+            engine_image: 'localhost/berth-engine:2.1.330',
+            agent_image: 'localhost/berth-agent:0.1.0-alpha',
+            commit: '4a09a5c',
+          }),
+        },
+      },
+    },
     async () => deps.version,
   );
 
@@ -40,7 +80,16 @@ export function registerSystemRoutes(app: FastifyInstance, deps: { status: Syste
       schema: {
         tags: ['system'],
         summary: 'Whether the engine has credentials (or the offline model)',
-        response: { 200: Type.Object({ configured: Type.Boolean(), message: Type.String() }), ...errorResponses(401) },
+        response: {
+          200: withExample(
+            Type.Object({
+              configured: Type.Boolean({ description: 'Whether runs can start: credentials, or the offline model, are set up' }),
+              message: Type.String({ description: 'Where the credentials come from, or what to set' }),
+            }),
+            { configured: true, message: 'engine configured with Podman secret berth-engine-credentials' },
+          ),
+          ...errorResponses(401),
+        },
       },
     },
     async () => deps.status.engineStatus(),
@@ -51,8 +100,12 @@ export function registerSystemRoutes(app: FastifyInstance, deps: { status: Syste
     {
       schema: {
         tags: ['system'],
-        summary: 'Names of the secrets in Podman\'s store (never their values)',
-        response: { 200: Type.Object({ secrets: Type.Array(Type.String()) }), ...errorResponses(401, 503) },
+        summary: 'Names of the secrets a caller may use in container.secrets_env (never their values)',
+        description: 'Secrets Berth keeps for itself (the engine credential, every name starting with berth-) are not listed: a run may not use them.',
+        response: {
+          200: withExample(Type.Object({ secrets: Type.Array(Type.String(), { description: 'Secret names, sorted' }) }), { secrets: ['gh-token', 'npm-token'] }),
+          ...errorResponses(401, 503),
+        },
       },
     },
     async () => ({ secrets: await deps.status.secretNames() }),

@@ -1,0 +1,55 @@
+// The introduction of Berth's OpenAPI document (GET /swagger/doc.json), and so of docs/api.md: what every
+// endpoint shares, and what Berth does where a client could reasonably expect something else. Markdown,
+// without links: the document is read on its own, away from this repository.
+
+export const API_DESCRIPTION = `Berth runs the Claude Code CLI (the engine) inside isolated, rootless Podman containers: a caller sends
+a prompt, Berth validates it against its sandbox rules, runs the engine in a fresh container, answers with the
+output and a \`session_id\`, and removes the container.
+
+**Requests.** Bodies are JSON, sent with \`Content-Type: application/json\`. A body field of the wrong type, a
+missing required field or an unknown field is a 400 naming the field; body values are never converted or
+dropped. Query and path parameters arrive as text and are converted to the declared type (\`?limit=5\`). A
+DELETE may carry an empty body.
+
+**Authentication.** Every endpoint except GET /health, GET /version, POST /auth/token and POST /auth/refresh
+needs \`Authorization: Bearer <access token>\`. An access token (24 h by default) and a refresh token (7 days)
+come from POST /auth/token, which takes one of the server's API tokens (SERVICE_API_TOKENS) in the same header.
+Tokens are HS256 JWTs carrying \`sub\` (the client_id), \`iat\`, \`exp\` and a token id. A server started with
+SERVICE_AUTH_ENABLED=false checks no token. 401 answers carry \`token required\`, \`invalid token\`,
+\`token expired\` or \`token blacklisted\`; when the token blacklist itself fails during the check, the answer
+is 503 (the check fails closed).
+
+**Errors.** Every error is \`{"error": "<message>", "status": "error"}\` with an HTTP status, for example
+\`404 {"error": "session 3f0c2a9e-6a1b-4c1d-9f7e-2b8d4c6a1e55 not found", "status": "error"}\`. The messages
+listed under each endpoint are the server's own texts, with placeholders in angle brackets.
+
+**Ownership.** Every session, job and agent belongs to the caller (the token's \`sub\`) that created it. Another
+caller gets 404 for it and never sees it listed.
+
+**Identifiers.** Runs are \`run-…\`, jobs \`job-…\`, agents \`agent-…\`, turns \`turn-…\`; session ids are UUIDs. A
+session id in a path that is not a UUID names no session: 404, like any unknown id (Berth never builds a file
+path from it). A malformed \`engine.session_id\` in a run request is a 400.
+
+**Rate limiting.** Requests are limited per client IP (token bucket: 10 per second, bursts of 20 by default;
+SERVICE_RATE_LIMIT_ENABLED=false switches it off). Over the limit: 429 \`rate limit exceeded; slow down and
+retry later\` and a \`Retry-After\` header; while limiting is on, every answer carries \`X-RateLimit-Remaining\`. Forwarding headers count only from the proxies
+listed in SERVICE_RATE_LIMIT_TRUSTED_PROXIES.
+
+**What Berth chooses where clients may differ.**
+- A run that fails answers with an error status (500 with the engine's reason, 404 for an unknown session,
+  409 for a session in use); a run response's \`status\` is always \`completed\`.
+- A session in use by another run is refused with 409, not queued.
+- Jobs go \`pending\` → \`running\` → \`completed\`, \`failed\` or \`crashed\`; DELETE cancels a pending or running job
+  (\`cancelled\`); cancelling a finished job is 409. Jobs found pending or running when the server starts
+  become \`crashed\` with \`crash_info.reason\` \`service_restart\` and are never run again.
+- On completion of a job with \`webhook_url\`, Berth POSTs \`{"event": "job.finished", "job_id", "status",
+  "session_id", "output", "structured_output"?, "crash_info", "error"?, "created_at", "finished_at"}\`, signed
+  with \`X-Service-Signature: sha256=<hex>\` (HMAC-SHA256 of \`<X-Service-Timestamp>.<body>\`) when
+  SERVICE_WEBHOOK_SIGNING_SECRET is set, and retries 5xx answers and network failures 5 times (1 s, 2 s, 4 s,
+  8 s, 16 s) with the same bytes and signature.
+- \`limit\` on a messages page larger than SERVICE_SESSIONS_MAX_PAGE_SIZE is clamped to it; the page says so in
+  \`limit\` and tells with \`has_more\` whether messages follow.
+- A prompt over SERVICE_MAX_PROMPT_BYTES (1 MiB by default) is 413, like a body over SERVICE_MAX_BODY_BYTES
+  (2 MiB).
+- Compose environments (\`container.environment\`) are not supported in this version: 400.
+- An agent deleted while still \`starting\` is stopped like any other (204).`;
