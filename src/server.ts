@@ -102,14 +102,19 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     // Core services get the runtime whose unreachable-Podman errors are already Berth's 503.
     const runtime = withTranslatedErrors(podman);
     await runtime.ping();
-    await reapLeftovers(runtime, config.instanceName, logger);
+    // Async jobs a previous process left running keep their containers and directories: they are followed
+    // again (JobService.start). Everything else that process left is removed.
+    const jobStore = new SqliteJobStore(join(config.dataDir, 'jobs.db'));
+    cleanups.push(() => jobStore.close());
+    const liveRuns = new Set((await jobStore.withStatus('running')).map((job) => job.runId));
+    await reapLeftovers(runtime, config.instanceName, logger, liveRuns);
 
     const sessions = new SessionStore(config.agent.sessionsDir, config.agent.sessionsHostDir, {
       transcriptLimitBytes: config.sessions.maxBytes,
       onCarryRefused: (sessionId, reasons) =>
         logger.warn({ sessionId, reasons }, 'transcripts a run left were not kept in its session (links, not regular files, or over SERVICE_SESSIONS_MAX_BYTES)'),
     });
-    await sessions.init();
+    await sessions.init(liveRuns);
 
     const engineAccess = new EngineAccess(
       config,
@@ -159,7 +164,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
 
     const shutdown = new AbortController();
     const inputs = new RunInputs(config.agent.sessionsDir, config.agent.sessionsHostDir);
-    await inputs.init();
+    await inputs.init(liveRuns);
     const containerSettings = {
       engineAccess,
       engineTree: engineTree?.path,
@@ -203,9 +208,8 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
         containerStopped: () => metrics.containersRunning.dec(),
       },
     });
-    // Async jobs: jobs a previous process left unfinished are reconciled (their containers were reaped
-    // above) before the API listens. At stop this runs after the runs were cancelled, to record their ends.
-    const jobStore = new SqliteJobStore(join(config.dataDir, 'jobs.db'));
+    // Async jobs: jobs a previous process left unfinished are followed again or reconciled before the API
+    // listens. At stop this runs after the runs were cancelled, to record their ends.
     const deliverer = new WebhookDeliverer(config.webhooks, {
       userAgent: `Berth/${config.version}`,
       observer: { attempt: (outcome) => metrics.webhookDeliveries.inc({ outcome }) },
@@ -222,10 +226,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       shutdownSignal: shutdown.signal,
       observer: { jobCounts: (counts) => Object.entries(counts).forEach(([status, n]) => metrics.jobs.set({ status }, n)) },
     });
-    cleanups.push(async () => {
-      await jobs.close();
-      await jobStore.close();
-    });
+    cleanups.push(() => jobs.close());
     await jobs.start();
 
     stopFirst.push(async () => {

@@ -2,11 +2,12 @@
 // (kill -9, power loss): its agent containers, found by label, stray image probes, and the holder of its
 // engine image mount.
 import type { Logger } from 'pino';
-import { IMAGE_TREE_LABEL, INSTANCE_LABEL, PROBE_LABEL, type ContainerRuntime } from '../runtime/container-runtime.js';
+import { IMAGE_TREE_LABEL, INSTANCE_LABEL, PROBE_LABEL, RUN_LABEL, type ContainerRuntime } from '../runtime/container-runtime.js';
 
-export async function reapLeftovers(runtime: ContainerRuntime, instanceName: string, log: Logger): Promise<number> {
+export async function reapLeftovers(runtime: ContainerRuntime, instanceName: string, log: Logger, liveRuns: ReadonlySet<string> = new Set()): Promise<number> {
   const leftovers = [
-    ...(await runtime.listContainers(`${INSTANCE_LABEL}=${instanceName}`)),
+    // The containers of runs this process follows again (async jobs still running) are not leftovers.
+    ...(await runtime.listContainers(`${INSTANCE_LABEL}=${instanceName}`)).filter((c) => !liveRuns.has(c.labels[RUN_LABEL] ?? '')),
     ...(await runtime.listContainers(PROBE_LABEL)),
     ...(await runtime.listContainers(`${IMAGE_TREE_LABEL}=${instanceName}`)),
   ];

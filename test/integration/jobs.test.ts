@@ -10,6 +10,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
+import Database from 'better-sqlite3';
+import { startOfflineModel, type OfflineModel } from '../../src/offline-model/server.js';
 import { startTestBerth, testEnvironment, type TestBerth } from '../support/berth.js';
 
 const SECRET = 'jobs-integration-webhook-secret';
@@ -264,7 +266,13 @@ describe('jobs across a service that dies or stops', () => {
       cwd: join(import.meta.dirname, '../..'),
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, ...testEnvironment(dir, instance, port) },
+      env: {
+        ...process.env,
+        ...testEnvironment(dir, instance, port),
+        SERVICE_OFFLINE_MODEL: 'false',
+        SERVICE_ENGINE_CREDENTIALS_SECRET: modelSecret,
+        SERVICE_ENGINE_BASE_URL: `http://host.containers.internal:${model.port}`,
+      },
     });
     child.stdout!.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-20_000)));
     child.stderr!.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-20_000)));
@@ -299,6 +307,16 @@ describe('jobs across a service that dies or stops', () => {
     }
   }
 
+  /** A job's row in the (stopped) service's own job database, for what the API does not show. */
+  const jobRecord = async (id: string) => {
+    const db = new Database(join(dir, 'data', 'jobs.db'), { readonly: true });
+    try {
+      return db.prepare('SELECT run_id FROM jobs WHERE id = ?').get(id) as { run_id: string };
+    } finally {
+      db.close();
+    }
+  };
+
   const api = async (method: string, path: string, body?: unknown) => {
     const response = await fetch(`${url}${path}`, {
       method,
@@ -308,12 +326,26 @@ describe('jobs across a service that dies or stops', () => {
     return { status: response.status, body: (await response.json()) as any };
   };
 
+  // The model lives outside the service, as a real model endpoint does: a run in progress keeps talking to it
+  // while the service is killed and started again (the embedded offline model would die with the service).
+  let model: OfflineModel;
+  const modelKey = `sk-berth-test-${randomBytes(12).toString('hex')}`;
+  const modelSecret = `test-kill-model-key-${randomBytes(4).toString('hex')}`;
+
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'berth-kill-'));
+    model = await startOfflineModel({ host: '0.0.0.0', port: 0, apiKey: modelKey });
+    execFileSync('sh', ['-c', `printf '%s' "$KEY" | podman secret create ${modelSecret} -`], { env: { ...process.env, KEY: modelKey } });
   });
   after(async () => {
     await killService('SIGKILL');
     for (const name of containers()) execFileSync('podman', ['rm', '-f', name]);
+    await model?.close();
+    try {
+      execFileSync('podman', ['secret', 'rm', modelSecret], { stdio: 'ignore' });
+    } catch {
+      // Already gone.
+    }
     try {
       process.kill(Number(await readFile(join(dir, 'data', 'podman', 'podman.pid'), 'utf8')), 'SIGTERM');
     } catch {
@@ -322,24 +354,61 @@ describe('jobs across a service that dies or stops', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  test('after a restart the job is crashed, says the service restarted, and no container is left', async () => {
+  test('after a kill -9 a job whose container still runs is followed again and completes with its full output', async () => {
     await startService();
-    const submitted = await api('POST', '/run/async', { prompt: 'run: /bin/sleep 600' });
+    const submitted = await api('POST', '/run/async', { prompt: 'say: before the kill\nrun: /bin/sleep 8\nsay: survived the restart' });
     assert.equal(submitted.status, 200, JSON.stringify(submitted.body));
     const jobId: string = submitted.body.job_id;
     await waitFor('the job container to run', async () => (await api('GET', `/jobs/${jobId}`)).body.status === 'running' && containers().length === 1);
     await delay(2_500); // the engine reaches its Bash tool: the sleep is running inside the container
 
     await killService('SIGKILL');
-    assert.equal(containers().length, 1, 'the container outlives the killed service until the restart');
+    assert.equal(containers().length, 1, 'the container outlives the killed service');
 
     await startService();
-    assert.deepEqual(containers(), [], 'the restarted service reaped the container');
-    const crashed = (await api('GET', `/jobs/${jobId}`)).body;
-    assert.equal(crashed.status, 'crashed', JSON.stringify(crashed));
-    assert.deepEqual(crashed.crash_info, { exit_code: -1, signal: '', partial_output: '', task_completed: false, reason: 'service_restart' });
-    assert.match(crashed.error, /service restarted while the job was running/);
-    assert.equal((await api('DELETE', `/jobs/${jobId}`)).status, 409);
+    const done = await waitFor('the job to finish after the restart', async () => {
+      const body = (await api('GET', `/jobs/${jobId}`)).body;
+      return FINISHED.has(body.status) ? body : undefined;
+    }, 60_000);
+    assert.equal(done.status, 'completed', JSON.stringify(done));
+    assert.match(done.output, /before the kill[\s\S]*survived the restart/, 'the whole output, from before and after the restart');
+    const messages = await api('GET', `/sessions/${submitted.body.session_id}/messages?limit=500`);
+    assert.equal(messages.status, 200, 'the session kept its transcript');
+    assert.ok(messages.body.messages.some((m: { content: string }) => m.content.includes('survived the restart')));
+    await waitFor('the container to be removed', async () => containers().length === 0 || undefined);
+  });
+
+  test('a job whose container exited while the service was down is finished from its log; one whose container is gone crashes', async () => {
+    if (!child || child.exitCode !== null) await startService();
+    const quick = await api('POST', '/run/async', { prompt: 'run: /bin/sleep 3\nsay: finished while nobody watched' });
+    const lost = await api('POST', '/run/async', { prompt: 'run: /bin/sleep 600' });
+    const [quickId, lostId] = [quick.body.job_id as string, lost.body.job_id as string];
+    await waitFor('both job containers to run', async () => containers().length === 2 || undefined);
+    await delay(2_000);
+    await killService('SIGKILL');
+    // While the service is down: one container ends by itself, the other is removed by someone else.
+    const lostContainer = `berth-${(await jobRecord(lostId)).run_id}`;
+    try {
+      execFileSync('podman', ['rm', '-f', lostContainer], { stdio: 'ignore' });
+    } catch {
+      // Podman 4.3 may report a busy shm mount of a user-namespaced container it removes all the same.
+    }
+    await waitFor('the container to be gone', async () => !containers().includes(lostContainer) || undefined);
+    await delay(3_000);
+
+    await startService();
+    const quickDone = await waitFor('the exited job to be finished', async () => {
+      const body = (await api('GET', `/jobs/${quickId}`)).body;
+      return FINISHED.has(body.status) ? body : undefined;
+    }, 60_000);
+    assert.equal(quickDone.status, 'completed', JSON.stringify(quickDone));
+    assert.match(quickDone.output, /finished while nobody watched/);
+    const lostDone = (await api('GET', `/jobs/${lostId}`)).body;
+    assert.equal(lostDone.status, 'crashed', JSON.stringify(lostDone));
+    assert.deepEqual(lostDone.crash_info, { exit_code: -1, signal: '', partial_output: '', task_completed: false, reason: 'service_restart' });
+    assert.match(lostDone.error, /container was gone/);
+    assert.equal((await api('DELETE', `/jobs/${lostId}`)).status, 409);
+    await waitFor('no container left', async () => containers().length === 0 || undefined);
   });
 
   test('a graceful stop removes a running job\'s container and records the job as crashed by the stop', async () => {

@@ -62,6 +62,11 @@ class FakeRuns implements JobRunner {
     return { runId: `run-${this.counter}`, plan, session, phases: new RunPhases(), slot: new RunSlot(this.slots, ''), span: trace.getTracer('test').startSpan('run'), engineBinary: '/opt/claude/claude' };
   }
 
+  /** No container of a previous process is ever found here: running jobs found at start crash. */
+  async reattach(): Promise<undefined> {
+    return undefined;
+  }
+
   async abandon(accepted: AcceptedRun): Promise<void> {
     accepted.slot.release();
     await accepted.session.release();

@@ -1,6 +1,7 @@
 // How a run's end becomes a job's final state: the outcome of RunService mapped to status, output,
 // crash_info and error, and the texts for the ends the service itself causes (stop, restart, DELETE).
 import type { Caller } from '../auth/caller.js';
+import type { ContainerState } from '../../runtime/container-runtime.js';
 import type { BerthError } from '../../errors.js';
 import type { RunRequest } from '../run-request.js';
 import type { AcceptedRun, RunMode, RunResult } from '../runs/run-service.js';
@@ -11,14 +12,15 @@ import type { CrashInfo, CrashReason, JobChange } from '../../store/jobs/job-sto
 export interface JobRunner {
   accept(request: RunRequest, options: { readonly caller: Caller; readonly slot?: 'now' | 'later' }): Promise<AcceptedRun>;
   abandon(accepted: AcceptedRun): Promise<void>;
-  execute(accepted: AcceptedRun, mode: RunMode, signal: AbortSignal, hooks?: RunHooks): Promise<RunOutcome>;
+  reattach(run: { readonly runId: string; readonly sessionId: string; readonly request: RunRequest; readonly caller: Caller }): Promise<{ accepted: AcceptedRun; container: ContainerState } | undefined>;
+  execute(accepted: AcceptedRun, mode: RunMode, signal: AbortSignal, hooks?: RunHooks, container?: ContainerState): Promise<RunOutcome>;
   toResult(accepted: AcceptedRun, outcome: RunOutcome): Promise<RunResult>;
   crashError(accepted: AcceptedRun, outcome: Extract<RunOutcome, { kind: 'crashed' }>): BerthError;
 }
 
 export const JOB_MESSAGES = {
   cancelled: 'cancelled by DELETE /jobs/:id',
-  restartedWhileRunning: 'the service restarted while the job was running; its container was removed and the job was not resumed',
+  restartedWhileRunning: 'the service restarted while the job was running, and its container was gone; the job could not be resumed',
   restartedWhilePending: 'the service restarted before the job started; the job was never run',
   stoppedWhileRunning: 'the service stopped while the job was running; its container was removed',
   stoppedWhilePending: 'the service stopped before the job started; the job was never run',

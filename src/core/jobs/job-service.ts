@@ -13,6 +13,7 @@ import type { RunRequest } from '../run-request.js';
 import type { AcceptedRun } from '../runs/run-service.js';
 import type { Job, JobChange, JobStatus, JobStore } from '../../store/jobs/job-store.js';
 import type { Caller } from '../auth/caller.js';
+import type { ContainerState } from '../../runtime/container-runtime.js';
 import type { WebhookSender } from '../webhooks/deliverer.js';
 import { jobFinishedPayload, jobListItem, jobView, type JobListItem, type JobView } from './job-view.js';
 import { RunQueue } from './run-queue.js';
@@ -87,14 +88,31 @@ export class JobService {
   async start(): Promise<void> {
     const { store, log } = this.deps;
     const at = this.timestamp();
-    let reconciled = 0;
-    for (const [status, message] of [['running', JOB_MESSAGES.restartedWhileRunning], ['pending', JOB_MESSAGES.restartedWhilePending]] as const) {
-      for (const job of await store.withStatus(status)) {
-        const crashed = await store.transition(job.id, [status], { status: 'crashed', crashInfo: serviceCrash('service_restart'), error: message }, at);
-        if (crashed) reconciled += 1;
+    // Jobs a previous process left running are followed again when their container is still there (running,
+    // or exited meanwhile: its whole output is in Podman's log); only a job whose container is gone crashes.
+    let followed = 0;
+    let crashed = 0;
+    for (const job of await store.withStatus('running')) {
+      const found = await this.deps.runs
+        .reattach({ runId: job.runId, sessionId: job.sessionId, request: job.request as RunRequest, caller: { owner: job.owner } })
+        .catch((error: unknown) => {
+          log.warn({ err: error, jobId: job.id }, 'a job left running by the previous process cannot be followed again');
+          return undefined;
+        });
+      if (found) {
+        followed += 1;
+        void track(this.jobTasks, this.followAgain(job.id, found.accepted, found.container));
+      } else if (await store.transition(job.id, ['running'], { status: 'crashed', crashInfo: serviceCrash('service_restart'), error: JOB_MESSAGES.restartedWhileRunning }, at)) {
+        crashed += 1;
       }
     }
-    if (reconciled > 0) log.warn({ count: reconciled }, 'jobs left unfinished by a previous run of the service were marked crashed');
+    // Jobs that had not started were accepted by the previous process (their sessions taken there): they
+    // end as crashed, never run twice.
+    for (const job of await store.withStatus('pending')) {
+      if (await store.transition(job.id, ['pending'], { status: 'crashed', crashInfo: serviceCrash('service_restart'), error: JOB_MESSAGES.restartedWhilePending }, at)) crashed += 1;
+    }
+    if (followed > 0) log.info({ count: followed }, 'following again the jobs the previous process left running');
+    if (crashed > 0) log.warn({ count: crashed }, 'jobs left pending, or running without a container, by the previous process were marked crashed');
     for (const job of await store.pendingWebhooks()) this.deliver(job);
     await this.prune();
     const interval = this.deps.pruneIntervalMs ?? Math.max(1_000, Math.min(this.deps.retentionMs, 3_600_000));
@@ -201,6 +219,28 @@ export class JobService {
     await Promise.allSettled([...this.jobTasks]);
     this.deliveries.abort();
     await Promise.allSettled([...this.deliveryTasks]);
+  }
+
+  /** A job of a previous process whose container is still there: followed to its end like any job. */
+  private async followAgain(id: string, accepted: AcceptedRun, container: ContainerState): Promise<void> {
+    const controller = new AbortController();
+    let finish!: () => void;
+    this.running.set(id, { controller, done: new Promise<void>((resolve) => (finish = resolve)) });
+    try {
+      let change: JobChange;
+      try {
+        const outcome = await this.deps.runs.execute(accepted, 'async', controller.signal, {}, container);
+        change = await outcomeChange(this.deps.runs, accepted, outcome);
+      } catch (error) {
+        this.deps.log.error({ err: error, jobId: id }, 'a job followed again after a restart failed');
+        const message = error instanceof BerthError ? error.message : (error as Error).message;
+        change = { status: 'failed', error: `run failed: ${message}` };
+      }
+      await this.conclude(id, change);
+    } finally {
+      this.running.delete(id);
+      finish();
+    }
   }
 
   private async runJob(id: string): Promise<void> {

@@ -1,7 +1,7 @@
 // Host directories holding each run's input files, one per run or agent id, bind-mounted read-only at
 // INPUT_DIR and removed when the run ends. They live under the sessions directory so that one host path
 // mapping (SERVICE_AGENT_SESSIONS_HOST_DIR) serves both when Berth itself runs in a container.
-import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 const INPUTS_DIR = '.inputs';
@@ -20,10 +20,12 @@ export class RunInputs {
     this.hostDir = join(sessionsHostDir, INPUTS_DIR);
   }
 
-  /** Input directories of runs cut off by a crash are worthless: removed at start. */
-  async init(): Promise<void> {
-    await rm(this.dir, { recursive: true, force: true });
+  /** Input directories of runs cut off by a crash are worthless: removed at start, but those of `liveRuns`. */
+  async init(liveRuns: ReadonlySet<string> = new Set()): Promise<void> {
     await mkdir(this.dir, { recursive: true, mode: 0o711 });
+    for (const name of await readdir(this.dir)) {
+      if (!liveRuns.has(name)) await rm(join(this.dir, name), { recursive: true, force: true });
+    }
   }
 
   /** The path to mount for this id, as the container runtime sees the host. */

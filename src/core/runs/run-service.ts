@@ -17,6 +17,7 @@ import { estimateCostUsd } from '../../engine/pricing.js';
 import type { TokenUsage } from '../../engine/stream-json.js';
 import { RunPhases, type PhaseDurations } from './run-phases.js';
 import type { Caller } from '../auth/caller.js';
+import type { ContainerState } from '../../runtime/container-runtime.js';
 import { RunSlot, type ContainerSlots } from './container-slots.js';
 import { context, trace, type Span } from '@opentelemetry/api';
 import { endRunSpan, startRunSpan } from './run-tracing.js';
@@ -104,6 +105,41 @@ export class RunService {
     }
   }
 
+  /**
+   * A run a previous Berth process started (an async job it left running), found again: its container, still
+   * running or exited meanwhile, and its session. Undefined when there is nothing to follow (the container or
+   * the run's directory is gone); a container that cannot be followed is removed.
+   */
+  async reattach(run: { readonly runId: string; readonly sessionId: string; readonly request: RunRequest; readonly caller: Caller }): Promise<{ accepted: AcceptedRun; container: ContainerState } | undefined> {
+    const container = await this.deps.runtime.inspectContainer(`berth-${run.runId}`);
+    if (!container) return undefined;
+    const phases = new RunPhases();
+    try {
+      const plan = await validateRunRequest(run.request, { config: this.deps.config, secretExists: async () => true });
+      const session = await this.deps.sessions.reclaim({
+        runId: run.runId,
+        sessionId: run.sessionId,
+        owner: run.caller.owner,
+        workdir: plan.workdir,
+        persistent: plan.session.kind !== 'ephemeral',
+      });
+      if (!session) throw new Error(`the configuration directory of run ${run.runId} is gone`);
+      const slot = new RunSlot(this.deps.slots, run.caller.owner);
+      // The container exists whatever the limits say; it is counted when there is room.
+      try {
+        slot.take();
+      } catch {
+        // Over the limit already: followed uncounted.
+      }
+      phases.mark();
+      return { accepted: { runId: run.runId, plan, session, phases, slot, span: startRunSpan(phases), engineBinary: '' }, container };
+    } catch (error) {
+      this.deps.log.warn({ err: error, runId: run.runId }, 'a run left by the previous process cannot be followed again; its container is removed');
+      await this.deps.runtime.removeContainer(container.id).catch(() => undefined);
+      return undefined;
+    }
+  }
+
   /** Gives up an accepted run that will not be executed: its session and its slot. */
   async abandon(accepted: AcceptedRun): Promise<void> {
     accepted.slot.release();
@@ -141,14 +177,22 @@ export class RunService {
       await this.deps.images.ensureRunnable(plan.container.image);
       return this.deps.images.engineBinary(plan.container.image);
     });
-    const session = await phases.measure('session', () => this.deps.sessions.prepare(plan.session, plan.workdir, { owner: options.caller.owner, ...(options.sessionId !== undefined ? { presetId: options.sessionId } : {}) }));
+    const runId = newRunId();
+    // The run's configuration directory is named by its run id: a later process can follow the run again.
+    const session = await phases.measure('session', () =>
+      this.deps.sessions.prepare(plan.session, plan.workdir, {
+        owner: options.caller.owner,
+        runId,
+        ...(options.sessionId !== undefined ? { presetId: options.sessionId } : {}),
+      }),
+    );
     phases.mark();
-    return { runId: newRunId(), plan, session, phases, slot, engineBinary };
+    return { runId, plan, session, phases, slot, engineBinary };
   }
 
   /** Runs an accepted run to its outcome and releases its session. */
-  async execute(accepted: AcceptedRun, mode: RunMode, signal: AbortSignal, hooks: RunHooks = {}): Promise<RunOutcome> {
-    const running = this.executeTracked(accepted, mode, signal, hooks);
+  async execute(accepted: AcceptedRun, mode: RunMode, signal: AbortSignal, hooks: RunHooks = {}, container?: ContainerState): Promise<RunOutcome> {
+    const running = this.executeTracked(accepted, mode, signal, hooks, container);
     this.inFlight.add(running);
     try {
       return await running;
@@ -157,7 +201,8 @@ export class RunService {
     }
   }
 
-  private async executeTracked(accepted: AcceptedRun, mode: RunMode, callerSignal: AbortSignal, hooks: RunHooks): Promise<RunOutcome> {
+  /** `container`: the run's container, started by a previous process, is followed again instead of created. */
+  private async executeTracked(accepted: AcceptedRun, mode: RunMode, callerSignal: AbortSignal, hooks: RunHooks, container?: ContainerState): Promise<RunOutcome> {
     const signal = this.deps.shutdownSignal ? AbortSignal.any([callerSignal, this.deps.shutdownSignal]) : callerSignal;
     const started = Date.now();
     const { observer } = this.deps;
@@ -167,7 +212,7 @@ export class RunService {
     let outcomeLabel: Parameters<RunObserver['runFinished']>[1] = 'error';
     try {
       // The run's own span is the parent of what the executor does (Podman calls) for this run.
-      const outcome = await context.with(trace.setSpan(context.active(), accepted.span), () => this.deps.executor.execute({
+      const runContext = {
         runId: accepted.runId,
         plan: accepted.plan,
         session: accepted.session,
@@ -176,12 +221,16 @@ export class RunService {
         signal,
         hooks: {
           onText: hooks.onText,
-          onContainerStarted: (id) => {
+          onContainerStarted: (id: string) => {
             observer?.containerStarted();
             hooks.onContainerStarted?.(id);
           },
         },
-      }));
+      };
+      if (container) observer?.containerStarted();
+      const outcome = await context.with(trace.setSpan(context.active(), accepted.span), () =>
+        container ? this.deps.executor.reattach(runContext, container) : this.deps.executor.execute(runContext),
+      );
       outcomeLabel = outcome.kind === 'crashed' ? (outcome.reason === 'signal' ? 'crashed' : outcome.reason) : outcome.kind;
       if (outcome.kind === 'crashed' && outcome.reason === 'cancelled') outcomeLabel = 'cancelled';
       return outcome;

@@ -4,7 +4,7 @@
 // carries in only the session's transcripts and carries back only this session's transcript files,
 // read as untrusted input (engine/transcript.ts: no links, no FIFOs, a size limit).
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, open, rename, rm } from 'node:fs/promises';
+import { chmod, lstat, mkdir, open, readdir, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join, relative } from 'node:path';
 import { readListedFile, TranscriptRefused, transcriptFiles } from '../../engine/transcript.js';
 
@@ -34,15 +34,30 @@ export class RunConfigDirs {
     private readonly limitBytes: number,
   ) {}
 
-  /** Directories of runs cut off by a crash hold nothing a session needs: removed at start. */
-  async init(): Promise<void> {
-    await rm(this.root, { recursive: true, force: true });
+  /**
+   * At start: directories of runs cut off by a crash hold nothing a session needs and are removed, except
+   * those of runs whose containers still run (`keep`, by run id), which this process follows again.
+   */
+  async init(keep: ReadonlySet<string> = new Set()): Promise<void> {
     await mkdir(this.root, { recursive: true, mode: 0o700 });
+    for (const name of await readdir(this.root)) {
+      if (!keep.has(name)) await rm(join(this.root, name), { recursive: true, force: true });
+    }
+  }
+
+  /** The directory a run of a previous process created, found again by its run id (see init). */
+  async existing(name: string, workdirProject: string, sessionDir: string | undefined): Promise<RunConfigDir | undefined> {
+    const dir = join(this.root, name);
+    const info = await lstat(dir).catch(() => undefined);
+    if (!info?.isDirectory()) return undefined;
+    const projects = new Set([workdirProject]);
+    if (sessionDir !== undefined) for (const project of await readdir(join(sessionDir, 'projects')).catch(() => [] as string[])) projects.add(project);
+    return { dir, projects, hostPath: join(this.hostRoot, name) };
   }
 
   /** A fresh directory for one run, holding a copy of the transcripts of `carry` (resume, continue, fork). */
-  async create(workdirProject: string, carry?: { readonly sessionDir: string; readonly sessionId: string }): Promise<RunConfigDir> {
-    const name = randomBytes(12).toString('hex');
+  /** `name`: the run's id, so that a later process can find the directory of a run it follows again. */
+  async create(workdirProject: string, carry?: { readonly sessionDir: string; readonly sessionId: string }, name = randomBytes(12).toString('hex')): Promise<RunConfigDir> {
     const dir = join(this.root, name);
     // Written by whichever user the image runs as (uid 1000 in the default image, root in others, all
     // mapped to unprivileged host ids), so world-writable; only Berth can reach it on the host (0700 root).

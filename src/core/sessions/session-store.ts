@@ -66,12 +66,45 @@ export class SessionStore {
     return this.root;
   }
 
-  async init(): Promise<void> {
+  /** `liveRuns`: ids of runs a previous process started whose containers still run; their directories stay. */
+  async init(liveRuns: ReadonlySet<string> = new Set()): Promise<void> {
     await mkdir(this.root, { recursive: true, mode: 0o700 });
     // Transcripts are read only at lexical paths below a real one (engine/transcript.ts checks it).
     this.root = await realpath(this.root);
     this.runDirs = new RunConfigDirs(join(this.root, RUNS_DIR), join(this.hostDir, RUNS_DIR), this.options.transcriptLimitBytes);
-    await this.runDirs.init();
+    await this.runDirs.init(liveRuns);
+  }
+
+  /**
+   * Takes the session of a run a previous process started and this one follows again: the run's own
+   * configuration directory (named by its run id) is found again, and release() carries its transcript back
+   * as for any run. Undefined when that directory is gone.
+   */
+  async reclaim(run: { readonly runId: string; readonly sessionId: string; readonly owner: string; readonly workdir: string; readonly persistent: boolean }): Promise<PreparedSession | undefined> {
+    const sessionId = checkSessionUuid(run.sessionId);
+    const dir = join(this.root, sessionId);
+    const runDir = await this.runs.existing(run.runId, projectDirName(run.workdir), run.persistent ? dir : undefined);
+    if (!runDir) return undefined;
+    this.lock(sessionId);
+    return {
+      sessionId,
+      engineSession: run.persistent ? { kind: 'resume', sessionId } : { kind: 'ephemeral', sessionId },
+      mountPath: runDir.hostPath,
+      persistent: run.persistent,
+      release: async () => {
+        try {
+          if (run.persistent) {
+            if (!(await isDirectory(dir))) await this.createDir(sessionId, run.owner).catch(() => undefined);
+            const carried = await this.runs.carryBack(runDir, sessionId, dir);
+            if (carried.refused.length > 0) this.options.onCarryRefused?.(sessionId, carried.refused);
+            if ((await transcriptFiles(dir, sessionId)).length === 0) await rm(dir, { recursive: true, force: true });
+          }
+        } finally {
+          await this.runs.remove(runDir).catch(() => undefined);
+          this.busy.delete(sessionId);
+        }
+      },
+    };
   }
 
   private get runs(): RunConfigDirs {
@@ -119,22 +152,26 @@ export class SessionStore {
    * on a busy session is refused with 409 rather than queued: two engines writing one transcript corrupt it,
    * and a caller that retries knows its turn order, which a queue would hide.
    */
-  async prepare(intent: SessionIntent, workdir: string, options: { readonly owner: string; readonly presetId?: string }): Promise<PreparedSession> {
-    const { owner, presetId } = options;
+  async prepare(
+    intent: SessionIntent,
+    workdir: string,
+    options: { readonly owner: string; readonly presetId?: string; readonly runId?: string },
+  ): Promise<PreparedSession> {
+    const { owner, presetId, runId } = options;
     switch (intent.kind) {
       case 'new':
-        return this.createNew(workdir, owner, presetId);
+        return this.createNew(workdir, owner, presetId, runId);
       case 'resume':
-        return this.claimExisting(workdir, owner, checkSessionUuid(intent.sessionId));
+        return this.claimExisting(workdir, owner, checkSessionUuid(intent.sessionId), runId);
       case 'continue': {
         const latest = await this.latestForWorkdir(workdir, owner);
-        return latest === undefined ? this.createNew(workdir, owner, presetId) : this.claimExisting(workdir, owner, latest);
+        return latest === undefined ? this.createNew(workdir, owner, presetId, runId) : this.claimExisting(workdir, owner, latest, runId);
       }
       case 'fork':
-        return this.fork(workdir, owner, checkSessionUuid(intent.fromSessionId), presetId);
+        return this.fork(workdir, owner, checkSessionUuid(intent.fromSessionId), presetId, runId);
       case 'ephemeral': {
         const sessionId = presetId === undefined ? randomUUID() : checkSessionUuid(presetId);
-        const run = await this.runs.create(projectDirName(workdir));
+        const run = await this.runs.create(projectDirName(workdir), undefined, runId);
         return {
           sessionId,
           engineSession: { kind: 'ephemeral', sessionId },
@@ -205,12 +242,12 @@ export class SessionStore {
     return entries.filter((entry) => entry.isDirectory() && UUID_PATTERN.test(entry.name)).map((entry) => entry.name);
   }
 
-  private async createNew(workdir: string, owner: string, presetId: string | undefined): Promise<PreparedSession> {
+  private async createNew(workdir: string, owner: string, presetId: string | undefined, runId: string | undefined): Promise<PreparedSession> {
     const sessionId = presetId === undefined ? randomUUID() : checkSessionUuid(presetId);
     this.lock(sessionId);
     try {
       await this.createDir(sessionId, owner);
-      return await this.claimed(workdir, sessionId, { kind: 'new', sessionId }, true, undefined);
+      return await this.claimed(workdir, sessionId, { kind: 'new', sessionId }, true, undefined, runId);
     } catch (error) {
       await rm(join(this.root, sessionId), { recursive: true, force: true });
       this.busy.delete(sessionId);
@@ -218,19 +255,19 @@ export class SessionStore {
     }
   }
 
-  private async claimExisting(workdir: string, owner: string, sessionId: string): Promise<PreparedSession> {
+  private async claimExisting(workdir: string, owner: string, sessionId: string, runId: string | undefined): Promise<PreparedSession> {
     // Locked before the existence check: a concurrent DELETE either finished (404 here) or is refused.
     this.lock(sessionId);
     try {
       if (!(await this.belongsTo(join(this.root, sessionId), owner))) throw errors.sessionNotFound(sessionId);
-      return await this.claimed(workdir, sessionId, { kind: 'resume', sessionId }, false, { sessionDir: join(this.root, sessionId), sessionId });
+      return await this.claimed(workdir, sessionId, { kind: 'resume', sessionId }, false, { sessionDir: join(this.root, sessionId), sessionId }, runId);
     } catch (error) {
       this.busy.delete(sessionId);
       throw error;
     }
   }
 
-  private async fork(workdir: string, owner: string, from: string, presetId: string | undefined): Promise<PreparedSession> {
+  private async fork(workdir: string, owner: string, from: string, presetId: string | undefined, runId: string | undefined): Promise<PreparedSession> {
     const sessionId = presetId === undefined ? randomUUID() : checkSessionUuid(presetId);
     // The forked run gets a copy of the original's transcripts in its own directory, so the original is
     // never written by it. The original is locked while it is copied: a run writing it meanwhile would leave
@@ -243,7 +280,7 @@ export class SessionStore {
       try {
         if (await pathExists(dir)) throw errors.internal(`session directory ${sessionId} already exists`);
         await this.createDir(sessionId, owner);
-        return await this.claimed(workdir, sessionId, { kind: 'fork', fromSessionId: from, sessionId }, true, { sessionDir: join(this.root, from), sessionId: from });
+        return await this.claimed(workdir, sessionId, { kind: 'fork', fromSessionId: from, sessionId }, true, { sessionDir: join(this.root, from), sessionId: from }, runId);
       } catch (error) {
         await rm(dir, { recursive: true, force: true });
         this.busy.delete(sessionId);
@@ -276,9 +313,11 @@ export class SessionStore {
     engineSession: EngineSession,
     created: boolean,
     carry: { readonly sessionDir: string; readonly sessionId: string } | undefined,
+    runId: string | undefined,
   ): Promise<PreparedSession> {
     const dir = join(this.root, sessionId);
-    const run: RunConfigDir = await this.runs.create(projectDirName(workdir), carry);
+    // Named by the run id when there is one, so that a later process can find a run it follows again.
+    const run: RunConfigDir = await this.runs.create(projectDirName(workdir), carry, runId);
     return {
       sessionId,
       engineSession,
