@@ -411,6 +411,31 @@ describe('jobs across a service that dies or stops', () => {
     await waitFor('no container left', async () => containers().length === 0 || undefined);
   });
 
+  test('a sync run cut off by a kill -9 keeps what the engine wrote in its session, to be resumed', async () => {
+    if (!child || child.exitCode !== null) await startService();
+    const marker = `cut-off-${randomBytes(4).toString('hex')}`;
+    const before = new Set(((await api('GET', '/sessions')).body.sessions as { id: string }[]).map((session) => session.id));
+    const pending = fetch(`${url}/run`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ prompt: `say: ${marker}\nrun: /bin/sleep 600` }),
+    }).catch(() => undefined);
+    await waitFor('the run container to run', async () => containers().length === 1 || undefined);
+    await delay(2_500);
+    await killService('SIGKILL');
+    await pending;
+
+    await startService();
+    assert.deepEqual(containers(), [], 'a sync run is not followed again: its container is reaped');
+    const sessions = ((await api('GET', '/sessions')).body.sessions as { id: string }[]).filter((session) => !before.has(session.id));
+    assert.equal(sessions.length, 1, 'the run\'s session is there');
+    const messages = await api('GET', `/sessions/${sessions[0]!.id}/messages?limit=500`);
+    assert.ok(messages.body.messages.some((m: { content: string }) => m.content.includes(marker)), 'with what the engine wrote before the kill');
+    const resumed = await api('POST', '/run', { prompt: 'recall:', engine: { session_id: sessions[0]!.id, resume: true } });
+    assert.equal(resumed.status, 200, JSON.stringify(resumed.body));
+    assert.match(resumed.body.output, new RegExp(marker));
+  });
+
   test('a graceful stop removes a running job\'s container and records the job as crashed by the stop', async () => {
     if (!child || child.exitCode !== null) await startService();
     const submitted = await api('POST', '/run/async', { prompt: 'run: /bin/sleep 600' });

@@ -44,7 +44,7 @@ function writeSession(id: string, lines: readonly object[], options: { workdir?:
 
 /** Berth's path of the configuration directory a run mounts (its mountPath is the host's view). */
 function runDir(run: { mountPath: string }): string {
-  assert.match(run.mountPath, /^\/host\/sessions\/\.runs\/[0-9a-f]{24}$/);
+  assert.match(run.mountPath, /^\/host\/sessions\/\.runs\/([0-9a-f]{24}|run-[a-z-]+)$/);
   return join(store.dir, '.runs', basename(run.mountPath));
 }
 
@@ -342,5 +342,31 @@ describe('runs taking sessions', () => {
     writeRunTranscript(run, B, conversation(1));
     await run.release();
     assert.deepEqual((await service.list(SOLE_CALLER)).map((s) => s.id), [B]);
+  });
+});
+
+describe('a run cut off by a crash of Berth', () => {
+  it('leaves its transcript to its session: the next start carries it back and removes the run\'s directory', async () => {
+    const run = await store.prepare({ kind: 'new' }, '/workspace', { owner: '', presetId: A, runId: 'run-cut-off' });
+    writeRunTranscript(run, A, conversation(1));
+    // No release(): the process died. The next process starts on the same directory.
+    const next = new SessionStore(join(root, 'sessions'), '/host/sessions', { transcriptLimitBytes: 1024 * 1024 });
+    await next.init();
+    const after = new SessionService({ store: next, maxPageSize: 10 });
+    assert.equal((await after.messages(A, {}, SOLE_CALLER)).total, 2);
+    assert.deepEqual(readdirSync(join(next.dir, '.runs')), []);
+  });
+
+  it('keeps the directory of a run the next process follows again', async () => {
+    await store.prepare({ kind: 'new' }, '/workspace', { owner: '', presetId: A, runId: 'run-still-running' });
+    const next = new SessionStore(join(root, 'sessions'), '/host/sessions', { transcriptLimitBytes: 1024 * 1024 });
+    await next.init(new Set(['run-still-running']));
+    assert.deepEqual(readdirSync(join(next.dir, '.runs')).sort(), ['run-still-running', 'run-still-running.session']);
+    const reclaimed = await next.reclaim({ runId: 'run-still-running', sessionId: A, owner: '', workdir: '/workspace', persistent: true });
+    assert.ok(reclaimed);
+    writeRunTranscript({ mountPath: reclaimed.mountPath }, A, conversation(2));
+    await reclaimed.release();
+    assert.equal((await new SessionService({ store: next, maxPageSize: 10 }).messages(A, {}, SOLE_CALLER)).total, 4);
+    assert.deepEqual(readdirSync(join(next.dir, '.runs')), []);
   });
 });

@@ -4,7 +4,7 @@
 // carries in only the session's transcripts and carries back only this session's transcript files,
 // read as untrusted input (engine/transcript.ts: no links, no FIFOs, a size limit).
 import { randomBytes } from 'node:crypto';
-import { chmod, lstat, mkdir, open, readdir, rename, rm } from 'node:fs/promises';
+import { chmod, lstat, mkdir, open, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, relative } from 'node:path';
 import { readListedFile, TranscriptRefused, transcriptFiles } from '../../engine/transcript.js';
 
@@ -26,6 +26,9 @@ export interface CarriedBack {
   readonly refused: readonly string[];
 }
 
+/** Suffix of the note beside a run's directory naming the session its transcript belongs to. */
+const SIDECAR = '.session';
+
 export class RunConfigDirs {
   constructor(
     /** A real (symlink-free) path only Berth can write, e.g. <sessions>/.runs. */
@@ -41,8 +44,29 @@ export class RunConfigDirs {
   async init(keep: ReadonlySet<string> = new Set()): Promise<void> {
     await mkdir(this.root, { recursive: true, mode: 0o700 });
     for (const name of await readdir(this.root)) {
-      if (!keep.has(name)) await rm(join(this.root, name), { recursive: true, force: true });
+      if (name.endsWith(SIDECAR) || keep.has(name)) continue;
+      await this.salvage(name).catch(() => undefined);
+      await rm(join(this.root, name), { recursive: true, force: true });
+      await rm(join(this.root, `${name}${SIDECAR}`), { force: true });
     }
+    for (const name of await readdir(this.root)) {
+      // A note whose directory is gone (or was just removed) has nothing left to say.
+      if (name.endsWith(SIDECAR) && !keep.has(name.slice(0, -SIDECAR.length))) await rm(join(this.root, name), { force: true });
+    }
+  }
+
+  /**
+   * A run cut off by a crash of Berth (a sync run or a stream, whose HTTP connection is gone): what its
+   * engine wrote is still carried into its session, so that the caller can resume the session.
+   */
+  private async salvage(name: string): Promise<void> {
+    const note = JSON.parse(await readFile(join(this.root, `${name}${SIDECAR}`), 'utf8')) as { sessionId: string; workdirProject: string };
+    const sessionDir = join(dirname(this.root), note.sessionId);
+    const run = await this.existing(name, note.workdirProject, sessionDir);
+    if (!run || !(await lstat(sessionDir).catch(() => undefined))?.isDirectory()) return;
+    await this.carryBack(run, note.sessionId, sessionDir);
+    // A session the cut-off run created, before its engine wrote anything, holds nothing to resume.
+    if ((await transcriptFiles(sessionDir, note.sessionId)).length === 0) await rm(sessionDir, { recursive: true, force: true });
   }
 
   /** The directory a run of a previous process created, found again by its run id (see init). */
@@ -57,8 +81,16 @@ export class RunConfigDirs {
 
   /** A fresh directory for one run, holding a copy of the transcripts of `carry` (resume, continue, fork). */
   /** `name`: the run's id, so that a later process can find the directory of a run it follows again. */
-  async create(workdirProject: string, carry?: { readonly sessionDir: string; readonly sessionId: string }, name = randomBytes(12).toString('hex')): Promise<RunConfigDir> {
+  async create(
+    workdirProject: string,
+    carry?: { readonly sessionDir: string; readonly sessionId: string },
+    name = randomBytes(12).toString('hex'),
+    keeps?: string,
+  ): Promise<RunConfigDir> {
     const dir = join(this.root, name);
+    // Beside the directory, out of the container's reach: which session the run's transcript belongs to,
+    // for a later start to carry it back should this process die during the run (see init).
+    if (keeps !== undefined) await writeFile(join(this.root, `${name}${SIDECAR}`), JSON.stringify({ sessionId: keeps, workdirProject }), { mode: 0o600 });
     // Written by whichever user the image runs as (uid 1000 in the default image, root in others, all
     // mapped to unprivileged host ids), so world-writable; only Berth can reach it on the host (0700 root).
     await mkdir(dir, { mode: 0o777 });
@@ -101,6 +133,7 @@ export class RunConfigDirs {
   async remove(run: RunConfigDir): Promise<void> {
     // rm never follows links: whatever the run planted there goes with the directory, not its targets.
     await rm(run.dir, { recursive: true, force: true });
+    await rm(`${run.dir}${SIDECAR}`, { force: true });
   }
 }
 

@@ -317,7 +317,7 @@ export class SessionStore {
   ): Promise<PreparedSession> {
     const dir = join(this.root, sessionId);
     // Named by the run id when there is one, so that a later process can find a run it follows again.
-    const run: RunConfigDir = await this.runs.create(projectDirName(workdir), carry, runId);
+    const run: RunConfigDir = await this.runs.create(projectDirName(workdir), carry, runId, sessionId);
     return {
       sessionId,
       engineSession,
