@@ -440,7 +440,7 @@ export function loadConfig(env: Env = process.env): Config {
       throw new ConfigError('SERVICE_IMAGE_INSECURE_REGISTRIES', `"${registry}" is not a registry host such as registry.example:5000`);
     }
   }
-  // The spec: when Berth runs in a container, the host path of its sessions directory must also be an
+  // When Berth runs in a container, the host path of its sessions directory must also be an
   // allowed volume (an operator who sets it states where the sessions are, and allows exactly that tree).
   const hostDir = config.agent.sessionsHostDir;
   if (read.optional('SERVICE_AGENT_SESSIONS_HOST_DIR') !== undefined && !config.agent.allowAllVolumes

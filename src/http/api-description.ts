@@ -2,7 +2,7 @@
 // endpoint shares, and what Berth does where a client could reasonably expect something else. Markdown,
 // without links: the document is read on its own, away from this repository.
 
-export const API_DESCRIPTION = `Berth runs the Claude Code CLI (the engine) inside isolated, rootless Podman containers: a caller sends
+export const API_DESCRIPTION = `Berth runs the Claude Code CLI (the engine) inside isolated Podman containers (each in a user namespace of its own, so container root is never host root): a caller sends
 a prompt, Berth validates it against its sandbox rules, runs the engine in a fresh container, answers with the
 output and a \`session_id\`, and removes the container.
 
@@ -40,8 +40,10 @@ listed in SERVICE_RATE_LIMIT_TRUSTED_PROXIES.
   409 for a session in use); a run response's \`status\` is always \`completed\`.
 - A session in use by another run is refused with 409, not queued.
 - Jobs go \`pending\` → \`running\` → \`completed\`, \`failed\` or \`crashed\`; DELETE cancels a pending or running job
-  (\`cancelled\`); cancelling a finished job is 409. Jobs found pending or running when the server starts
-  become \`crashed\` with \`crash_info.reason\` \`service_restart\` and are never run again.
+  (\`cancelled\`); cancelling a finished job is 409. A job left running by a server that was killed is
+  followed again by the next start (its container kept running) and ends normally with its full output;
+  only one whose container is gone, or one still pending, becomes \`crashed\` with \`crash_info.reason\`
+  \`service_restart\`, and is never run again.
 - On completion of a job with \`webhook_url\`, Berth POSTs \`{"event": "job.finished", "job_id", "status",
   "session_id", "output", "structured_output"?, "crash_info", "error"?, "created_at", "finished_at"}\`, signed
   with \`X-Service-Signature: sha256=<hex>\` (HMAC-SHA256 of \`<X-Service-Timestamp>.<body>\`) when

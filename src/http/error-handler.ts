@@ -1,4 +1,4 @@
-// Turns every failure into the spec's error body {"error": "...", "status": "error"}: BerthErrors with
+// Turns every failure into Berth's error body {"error": "...", "status": "error"}: BerthErrors with
 // their catalogue status, Fastify's own errors (schema validation, body too large, bad JSON) as clear
 // 4xx texts, and anything unexpected as a logged 500 that reveals no internals.
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';

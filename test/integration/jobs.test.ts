@@ -339,7 +339,15 @@ describe('jobs across a service that dies or stops', () => {
   });
   after(async () => {
     await killService('SIGKILL');
-    for (const name of containers()) execFileSync('podman', ['rm', '-f', name]);
+    // Whatever a killed service of this instance left: its containers and the holder of its engine mount.
+    const holders = execFileSync('podman', ['ps', '-aq', '--filter', `label=berth.image-tree=${instance}`], { encoding: 'utf8' });
+    for (const id of [...containers(), ...holders.split('\n').filter(Boolean)]) {
+      try {
+        execFileSync('podman', ['rm', '-f', id], { stdio: 'ignore' });
+      } catch {
+        // Already gone, or a busy shm mount Podman removes all the same.
+      }
+    }
     await model?.close();
     try {
       execFileSync('podman', ['secret', 'rm', modelSecret], { stdio: 'ignore' });
