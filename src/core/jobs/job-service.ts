@@ -227,16 +227,7 @@ export class JobService {
     let finish!: () => void;
     this.running.set(id, { controller, done: new Promise<void>((resolve) => (finish = resolve)) });
     try {
-      let change: JobChange;
-      try {
-        const outcome = await this.deps.runs.execute(accepted, 'async', controller.signal, {}, container);
-        change = await outcomeChange(this.deps.runs, accepted, outcome);
-      } catch (error) {
-        this.deps.log.error({ err: error, jobId: id }, 'a job followed again after a restart failed');
-        const message = error instanceof BerthError ? error.message : (error as Error).message;
-        change = { status: 'failed', error: `run failed: ${message}` };
-      }
-      await this.conclude(id, change);
+      await this.runToEnd(id, accepted, controller.signal, container);
     } finally {
       this.running.delete(id);
       finish();
@@ -264,20 +255,25 @@ export class JobService {
         return;
       }
       this.refreshCounts();
-      let change: JobChange;
-      try {
-        const outcome = await this.deps.runs.execute(accepted, 'async', controller.signal);
-        change = await outcomeChange(this.deps.runs, accepted, outcome);
-      } catch (error) {
-        this.deps.log.error({ err: error, jobId: id }, 'job run failed before the engine could finish');
-        const message = error instanceof BerthError ? error.message : (error as Error).message;
-        change = { status: 'failed', error: `run failed: ${message}` };
-      }
-      await this.conclude(id, change);
+      await this.runToEnd(id, accepted, controller.signal);
     } finally {
       this.running.delete(id);
       finish();
     }
+  }
+
+  /** Executes (or, with `container`, follows again) a running job's run and concludes the job from its outcome. */
+  private async runToEnd(id: string, accepted: AcceptedRun, signal: AbortSignal, container?: ContainerState): Promise<void> {
+    let change: JobChange;
+    try {
+      const outcome = await this.deps.runs.execute(accepted, 'async', signal, {}, container);
+      change = await outcomeChange(this.deps.runs, accepted, outcome);
+    } catch (error) {
+      this.deps.log.error({ err: error, jobId: id }, 'job run failed before the engine could finish');
+      const message = error instanceof BerthError ? error.message : (error as Error).message;
+      change = { status: 'failed', error: `run failed: ${message}` };
+    }
+    await this.conclude(id, change);
   }
 
   /** running → its final status (unless a DELETE got there first), then metrics and the webhook. */
