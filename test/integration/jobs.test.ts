@@ -307,6 +307,13 @@ describe('jobs across a service that dies or stops', () => {
     }
   }
 
+  /** The job once it is final, as the restarted service reports it. */
+  const finishedJob = (id: string) =>
+    waitFor(`job ${id} to finish after the restart`, async () => {
+      const body = (await api('GET', `/jobs/${id}`)).body;
+      return FINISHED.has(body.status) ? body : undefined;
+    }, 60_000);
+
   /** A job's row in the (stopped) service's own job database, for what the API does not show. */
   const jobRecord = async (id: string) => {
     const db = new Database(join(dir, 'data', 'jobs.db'), { readonly: true });
@@ -374,10 +381,7 @@ describe('jobs across a service that dies or stops', () => {
     assert.equal(containers().length, 1, 'the container outlives the killed service');
 
     await startService();
-    const done = await waitFor('the job to finish after the restart', async () => {
-      const body = (await api('GET', `/jobs/${jobId}`)).body;
-      return FINISHED.has(body.status) ? body : undefined;
-    }, 60_000);
+    const done = await finishedJob(jobId);
     assert.equal(done.status, 'completed', JSON.stringify(done));
     assert.match(done.output, /before the kill[\s\S]*survived the restart/, 'the whole output, from before and after the restart');
     const messages = await api('GET', `/sessions/${submitted.body.session_id}/messages?limit=500`);
@@ -405,10 +409,7 @@ describe('jobs across a service that dies or stops', () => {
     await delay(3_000);
 
     await startService();
-    const quickDone = await waitFor('the exited job to be finished', async () => {
-      const body = (await api('GET', `/jobs/${quickId}`)).body;
-      return FINISHED.has(body.status) ? body : undefined;
-    }, 60_000);
+    const quickDone = await finishedJob(quickId);
     assert.equal(quickDone.status, 'completed', JSON.stringify(quickDone));
     assert.match(quickDone.output, /finished while nobody watched/);
     const lostDone = (await api('GET', `/jobs/${lostId}`)).body;

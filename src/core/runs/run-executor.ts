@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { RunPlan } from '../run-plan.js';
 import type { ContainerRuntime, ContainerState, OutputChunk } from '../../runtime/container-runtime.js';
 import { RuntimeError } from '../../runtime/container-runtime.js';
+import { translateRuntimeError } from '../runtime-errors.js';
 import { errors } from '../../errors.js';
 import { HOOK_FAILED_EXIT_CODE } from '../../engine/command.js';
 import { LineSplitter, parseEngineLine, type ResultEnvelope } from '../../engine/stream-json.js';
@@ -59,15 +60,11 @@ function stagingError(error: unknown): unknown {
 }
 
 /** Podman's refusal to create a container, as the error the caller can act on. */
+// (A missing volume host path is found earlier, when the volume is staged: stagingError.)
 function creationError(error: unknown): unknown {
-  if (!(error instanceof RuntimeError)) return error;
-  if (error.unreachable) return errors.runtimeUnavailable(error.message);
-  // Volume host paths may be missing at validation (they are checked by their existing parent); Podman is
-  // the first to find out, and it is still the caller's input that is wrong.
-  if (/no such file or directory/i.test(error.message)) {
-    return errors.invalid(`container.volumes: a host path does not exist (${error.message})`);
-  }
-  return errors.runFailed(`the container could not be created: ${error.message}`);
+  const translated = translateRuntimeError(error);
+  if (!(translated instanceof RuntimeError)) return translated;
+  return errors.runFailed(`the container could not be created: ${translated.message}`);
 }
 
 function lastLines(text: string, count: number): string {

@@ -19,6 +19,7 @@ import { RunPhases, type PhaseDurations } from './run-phases.js';
 import type { Caller } from '../auth/caller.js';
 import type { ContainerState } from '../../runtime/container-runtime.js';
 import { RunSlot, type ContainerSlots } from './container-slots.js';
+import { ENGINE_BINARY } from '../../engine/layout.js';
 import { context, trace, type Span } from '@opentelemetry/api';
 import { endRunSpan, startRunSpan } from './run-tracing.js';
 
@@ -132,7 +133,7 @@ export class RunService {
         // Over the limit already: followed uncounted.
       }
       phases.mark();
-      return { accepted: { runId: run.runId, plan, session, phases, slot, span: startRunSpan(phases), engineBinary: '' }, container };
+      return { accepted: { runId: run.runId, plan, session, phases, slot, span: startRunSpan(phases), engineBinary: ENGINE_BINARY }, container };
     } catch (error) {
       this.deps.log.warn({ err: error, runId: run.runId }, 'a run left by the previous process cannot be followed again; its container is removed');
       await this.deps.runtime.removeContainer(container.id).catch(() => undefined);

@@ -117,6 +117,16 @@ export class PodmanClient {
     return (await response.body.json()) as T;
   }
 
+  /** The JSON answer, or undefined when Podman answers 404 (no such container, image or secret). */
+  async jsonIfFound<T>(path: string): Promise<T | undefined> {
+    const response = await this.request(path, { accept: [404] });
+    if (response.statusCode === 404) {
+      await response.body.dump();
+      return undefined;
+    }
+    return (await response.body.json()) as T;
+  }
+
   /** For calls whose body does not matter; drains it so the connection is reused. */
   async call(path: string, options: RequestOptions = {}): Promise<number> {
     const response = await this.request(path, options);

@@ -121,12 +121,8 @@ export class PodmanRuntime implements ContainerRuntime {
   }
 
   async inspectContainer(nameOrId: string): Promise<ContainerState | undefined> {
-    const response = await this.client.request(`/containers/${encodeURIComponent(nameOrId)}/json`, { accept: [404] });
-    if (response.statusCode === 404) {
-      await response.body.dump();
-      return undefined;
-    }
-    const inspect = (await response.body.json()) as LibpodInspect;
+    const inspect = await this.client.jsonIfFound<LibpodInspect>(`/containers/${encodeURIComponent(nameOrId)}/json`);
+    if (!inspect) return undefined;
     const startedAtMs = Date.parse(inspect.State.StartedAt ?? '');
     return {
       id: inspect.Id ?? nameOrId,
@@ -138,8 +134,9 @@ export class PodmanRuntime implements ContainerRuntime {
 
   async waitContainer(id: string): Promise<ContainerExit> {
     await this.client.call(`/containers/${id}/wait`, { method: 'POST', query: { condition: 'exited' } });
-    const inspect = await this.client.json<LibpodInspect>(`/containers/${id}/json`);
-    return { exitCode: inspect.State.ExitCode, oomKilled: inspect.State.OOMKilled };
+    const state = await this.inspectContainer(id);
+    if (!state) throw new PodmanApiError(404, `Podman: container ${id} is gone before its exit could be read`);
+    return state.exit;
   }
 
   async killContainer(id: string, signal = 'SIGKILL'): Promise<void> {
@@ -206,12 +203,8 @@ export class PodmanRuntime implements ContainerRuntime {
   }
 
   async inspectImage(reference: string): Promise<ImageInfo | undefined> {
-    const response = await this.client.request(`/images/${encodeURIComponent(reference)}/json`, { accept: [404] });
-    if (response.statusCode === 404) {
-      await response.body.dump();
-      return undefined;
-    }
-    const image = (await response.body.json()) as LibpodImage;
+    const image = await this.client.jsonIfFound<LibpodImage>(`/images/${encodeURIComponent(reference)}/json`);
+    if (!image) return undefined;
     return {
       id: image.Id,
       user: image.Config?.User ?? '',
@@ -321,13 +314,8 @@ export class PodmanRuntime implements ContainerRuntime {
     // Podman resolves a secret by name, by full id or by a unique id prefix; only an exact name counts here,
     // or `secrets_env: {"X": "3"}` would reach whichever secret's id starts with 3 (Berth's own included).
     // (At creation Podman looks names up before ids, so the exact name found here is the one mounted.)
-    const response = await this.client.request(`/secrets/${encodeURIComponent(name)}/json`, { accept: [404] });
-    if (response.statusCode === 404) {
-      await response.body.dump();
-      return false;
-    }
-    const secret = (await response.body.json()) as LibpodSecret;
-    return secret.Spec.Name === name;
+    const secret = await this.client.jsonIfFound<LibpodSecret>(`/secrets/${encodeURIComponent(name)}/json`);
+    return secret?.Spec.Name === name;
   }
 
   async listSecrets(): Promise<string[]> {
