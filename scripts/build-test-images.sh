@@ -37,3 +37,22 @@ if ! podman image exists "$with_engine"; then
   podman build --quiet -t "$with_engine" -f "$work/Containerfile.engine" "$work" >/dev/null
   echo "[images] built $with_engine"
 fi
+
+# A real service for compose environments, offline: Redis from Debian's packages. Also used as the agent
+# service of test stacks (it is glibc and has redis-cli); the non-root user `agent` as in the agent image.
+redis=localhost/berth-test-redis:bookworm
+if ! podman image exists "$redis"; then
+  echo "[images] building $redis with debootstrap (about a minute)"
+  rootfs="$work/redis"
+  debootstrap --variant=minbase --include=redis-server,redis-tools,procps \
+    bookworm "$rootfs" "${DEBIAN_MIRROR:-http://deb.debian.org/debian}" >"$work/redis-debootstrap.log" 2>&1 \
+    || { tail -20 "$work/redis-debootstrap.log" >&2; exit 1; }
+  chroot "$rootfs" useradd --create-home --uid 1000 --shell /bin/sh agent
+  install -d -o 1000 -g 1000 -m 0755 "$rootfs/workspace"
+  rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+  tar -C "$rootfs" -c . | podman import --quiet \
+    --change 'USER agent' --change 'WORKDIR /workspace' --change 'ENV HOME=/home/agent' \
+    --change 'CMD ["redis-server","--protected-mode","no","--dir","/tmp"]' \
+    - "$redis" >/dev/null
+  echo "[images] built $redis"
+fi

@@ -83,6 +83,24 @@ export interface Config {
   readonly jobs: {
     readonly retentionMs: number;
   };
+  /** Compose environments (container.environment; docs/compose.md). */
+  readonly compose: {
+    /** Sidecar services may be privileged, add capabilities, devices or weakening security options. */
+    readonly allowPrivileged: boolean;
+    /** Sidecar services may use the host's network, PID or IPC namespace. */
+    readonly allowHostNetwork: boolean;
+    /** Services may bind-mount host paths (still only under SERVICE_AGENT_ALLOWED_VOLUMES). */
+    readonly allowHostVolumes: boolean;
+    readonly healthTimeoutMs: number;
+    /** Default and upper bound of a request's build_timeout. */
+    readonly buildTimeoutMs: number;
+    /** A stack unused this long is removed. */
+    readonly stackTtlMs: number;
+    /** Remove the images a stack built when the stack is removed. */
+    readonly removeBuiltImages: boolean;
+    /** Stacks at once on this server. */
+    readonly maxStacks: number;
+  };
   /** Persistent agents (docs/agents.md). */
   readonly agents: {
     /** Event streams one agent serves at once. */
@@ -392,6 +410,16 @@ export function loadConfig(env: Env = process.env): Config {
     },
     jobs: {
       retentionMs: read.duration('SERVICE_JOB_RETENTION', '7d'),
+    },
+    compose: {
+      allowPrivileged: read.bool('SERVICE_COMPOSE_ALLOW_PRIVILEGED', false),
+      allowHostNetwork: read.bool('SERVICE_COMPOSE_ALLOW_HOST_NETWORK', false),
+      allowHostVolumes: read.bool('SERVICE_COMPOSE_ALLOW_HOST_VOLUMES', false),
+      healthTimeoutMs: read.duration('SERVICE_COMPOSE_HEALTH_TIMEOUT', '5m'),
+      buildTimeoutMs: read.duration('SERVICE_COMPOSE_BUILD_TIMEOUT', '15m'),
+      stackTtlMs: read.duration('SERVICE_COMPOSE_STACK_TTL', '1h'),
+      removeBuiltImages: read.bool('SERVICE_COMPOSE_REMOVE_BUILT_IMAGES', false),
+      maxStacks: read.int('SERVICE_COMPOSE_MAX_STACKS', 16, 1, 10_000),
     },
     agents: {
       maxSubscribers: read.int('SERVICE_AGENT_MAX_SUBSCRIBERS', 8, 1, 10_000),

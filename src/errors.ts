@@ -41,6 +41,8 @@ export const ERROR_STATUS = {
   BERTH_ERR_AGENT_NOT_READY: 503,
   BERTH_ERR_AUTH_BLACKLIST_UNAVAILABLE: 503,
   BERTH_ERR_AT_CAPACITY: 503,
+  BERTH_ERR_STACKS_AT_CAPACITY: 503,
+  BERTH_ERR_STACK_FAILED: 500,
   BERTH_ERR_STREAMS_AT_CAPACITY: 503,
 } as const;
 
@@ -110,6 +112,9 @@ export const errors = {
     new BerthError('BERTH_ERR_STREAMS_AT_CAPACITY', `server at capacity: ${limit} event streams are open (SERVICE_SSE_MAX_STREAMS); retry later`),
   atCapacity: (limit: number | string) =>
     new BerthError('BERTH_ERR_AT_CAPACITY', `server at capacity: ${limit} containers are running (SERVICE_MAX_CONTAINERS); retry later`),
+  stacksAtCapacity: (limit: number | string) =>
+    new BerthError('BERTH_ERR_STACKS_AT_CAPACITY', `server at capacity: ${limit} compose stacks exist (SERVICE_COMPOSE_MAX_STACKS); delete a session with a stack or retry later`),
+  stackFailed: (message: string) => new BerthError('BERTH_ERR_STACK_FAILED', `compose environment: ${message}`),
   runFailed: (message: string) => new BerthError('BERTH_ERR_RUN_FAILED', message),
   runTimeout: (timeout: string) =>
     new BerthError('BERTH_ERR_RUN_TIMEOUT', `run timed out after ${timeout} (container.timeout); the container was removed`),

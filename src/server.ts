@@ -24,6 +24,7 @@ import { VolumeStaging } from './runtime/volume-staging.js';
 import { reapLeftovers } from './core/reaper.js';
 import { SessionStore } from './core/sessions/session-store.js';
 import { SessionService } from './core/sessions/session-service.js';
+import { Stacks } from './core/compose/stacks.js';
 import { registerSessionRoutes } from './http/routes/sessions.js';
 import { EngineAccess } from './core/engine-access.js';
 import { ImageCheck } from './core/runs/image-check.js';
@@ -185,6 +186,25 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       hostDir: join(config.agent.sessionsHostDir, '.volumes'),
     });
     await volumeStaging.init();
+    // Compose stacks belong to sessions: adopted at start, left running at stop (docs/compose.md).
+    const stacks = new Stacks({
+      runtime,
+      staging: volumeStaging,
+      settings: {
+        instanceName: config.instanceName,
+        userNamespace: containerSettings.userNamespace,
+        pidsLimit: config.agent.pidsLimit,
+        defaultMemoryBytes: config.agent.defaultMemoryBytes,
+        defaultCpus: config.agent.defaultCpus,
+        ttlMs: config.compose.stackTtlMs,
+        maxStacks: config.compose.maxStacks,
+        removeBuiltImages: config.compose.removeBuiltImages,
+      },
+      log: logger,
+      onCountChanged: (count) => metrics.composeStacks.set(count),
+    });
+    await stacks.init((sessionId) => sessions.exists(sessionId));
+    cleanups.push(async () => stacks.stop());
     const webhookDestinations = new DestinationPolicy(config.webhooks.allowedHosts);
     const executor = new RunExecutor({ ...containerSettings, runtime, volumeStaging, log: logger });
     const runs = new RunService({
@@ -198,6 +218,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       webhookDestinations,
       log: logger,
       shutdownSignal: shutdown.signal,
+      stacks,
       observer: {
         runFinished: (mode, outcome, durationMs, phases) => {
           metrics.runs.inc({ mode, outcome });
@@ -268,7 +289,14 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
         (app) => registerJobRoutes(app, { jobs }),
         (app) => registerStreamRoutes(app, { runs, sse }),
         (app) => registerAgentRoutes(app, { agents, sse }),
-        (app) => registerSessionRoutes(app, { sessions: new SessionService({ store: sessions, maxPageSize: config.sessions.maxPageSize }) }),
+        (app) => registerSessionRoutes(app, { sessions: new SessionService({
+              store: sessions,
+              maxPageSize: config.sessions.maxPageSize,
+              teardown: async (sessionId) => {
+                await stacks.remove(sessionId);
+              },
+              stackOf: (sessionId) => stacks.view(sessionId),
+            }) }),
         (app) =>
           registerImageRoutes(app, {
             images: new ImageCatalog({

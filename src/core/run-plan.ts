@@ -2,6 +2,21 @@
 // needs to be re-checked; the runtime and the engine command line are built from this alone.
 import type { EngineOptions } from './run-request.js';
 import type { LifecycleHooks } from '../engine/engine-flags.js';
+import type { ContainerOptions } from './run-request.js';
+import type { StackDefinition } from './compose/stack-definition.js';
+
+export type ComposeEnvironmentRequest = NonNullable<ContainerOptions['environment']>;
+
+/** A checked compose environment: the stack the run's session gets (core/compose). */
+export interface EnvironmentPlan {
+  /** The compose file, resolved. */
+  readonly composePath: string;
+  /** The service the engine runs in. */
+  readonly service: string;
+  readonly buildTimeoutMs: number;
+  readonly healthTimeoutMs: number;
+  readonly definition: StackDefinition;
+}
 
 /** What the run does with sessions; exactly one of these, so contradictory flags cannot reach the runtime. */
 export type SessionIntent =
@@ -44,6 +59,8 @@ export interface ContainerPlan {
   readonly timeoutText: string;
   /** Lifecycle hooks, present when the request had container.lifecycle; each entry is one shell command. */
   readonly lifecycle?: LifecyclePlan;
+  /** The compose stack the engine runs in, when the request had container.environment. */
+  readonly environment?: EnvironmentPlan;
 }
 
 /** Lifecycle hooks as the engine's launch script runs them. */

@@ -33,6 +33,8 @@ export interface Metrics {
   readonly runDuration: Histogram<'mode'>;
   readonly runPhaseDuration: Histogram<'phase'>;
   readonly containersRunning: Gauge;
+  /** Compose stacks that exist (container.environment). */
+  readonly composeStacks: Gauge;
   /** Label: status (a job status). */
   readonly jobs: Gauge<'status'>;
   /** Label: status (an agent status). */
@@ -83,9 +85,14 @@ export function createMetrics(): Metrics {
     }),
     runPhaseDuration: new Histogram({
       name: `${PREFIX}run_phase_duration_seconds`,
-      help: 'Time runs spend in each phase (validate, image_check, session, queue, create, start, first_output, engine_exit, remove).',
+      help: 'Time runs spend in each phase (validate, image_check, session, queue, compose_build, compose_start, compose_healthy, create, start, first_output, engine_exit, remove).',
       labelNames: ['phase'],
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800],
+      registers,
+    }),
+    composeStacks: new Gauge({
+      name: `${PREFIX}compose_stacks`,
+      help: 'Compose stacks that exist (one per session with an environment); their bring-up phases are in berth_run_phase_duration_seconds.',
       registers,
     }),
     containersRunning: new Gauge({

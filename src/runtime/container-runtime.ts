@@ -18,6 +18,14 @@ export const PROBE_LABEL = 'berth.probe';
 export const INSTANCE_LABEL = 'berth.instance';
 /** On the never-started container that holds an image's files mounted for the instance named by its value. */
 export const IMAGE_TREE_LABEL = 'berth.image-tree';
+/** On every container, network and volume of a compose stack: the session it belongs to. */
+export const STACK_LABEL = 'berth.stack';
+/** The Berth instance that created a stack (stacks outlive the process; a restart adopts or reaps its own). */
+export const STACK_INSTANCE_LABEL = 'berth.stack-instance';
+/** The stack definition's hash (core/compose/stack-definition.ts), on the stack's network. */
+export const STACK_HASH_LABEL = 'berth.stack-hash';
+/** On the images a stack built: the definition hash they were built for. */
+export const STACK_BUILD_LABEL = 'berth.stack-build';
 
 export interface BindMount {
   readonly hostPath: string;
@@ -39,6 +47,19 @@ export interface SecretFile {
  */
 export type UserNamespace = { readonly kind: 'mapped'; readonly hostBase: number; readonly size: number } | { readonly kind: 'rootless' };
 
+/** A named volume of the runtime mounted into a container. */
+export interface VolumeMountSpec {
+  readonly volume: string;
+  readonly containerPath: string;
+  readonly readOnly: boolean;
+}
+
+/** A second network the container joins, reachable there under `aliases` (a compose stack's network). */
+export interface NetworkAttachment {
+  readonly name: string;
+  readonly aliases: readonly string[];
+}
+
 export interface ContainerSpec {
   readonly name: string;
   readonly image: string;
@@ -57,6 +78,86 @@ export interface ContainerSpec {
   readonly userNamespace: UserNamespace;
   /** Keep the container's stdin open for attach() (persistent agents feed the engine turn by turn). */
   readonly interactive?: boolean;
+  /** A compose stack's network, joined besides `network`. */
+  readonly stackNetwork?: NetworkAttachment;
+  readonly volumeMounts?: readonly VolumeMountSpec[];
+}
+
+/** How a compose service checks its health (Podman runs it when Berth asks: runtime.runHealthcheck). */
+export interface HealthcheckSpec {
+  readonly test: readonly string[];
+  readonly intervalMs: number;
+  readonly timeoutMs: number;
+  readonly retries: number;
+  readonly startPeriodMs: number;
+}
+
+/** Isolation a service container gives up, each only where configuration allowed it. */
+export interface ServicePrivileges {
+  readonly privileged: boolean;
+  readonly capAdd: readonly string[];
+  readonly devices: readonly string[];
+  readonly seccompUnconfined: boolean;
+  readonly apparmorUnconfined: boolean;
+  readonly labelDisable: boolean;
+  readonly hostNetwork: boolean;
+  readonly hostPid: boolean;
+  readonly hostIpc: boolean;
+}
+
+/**
+ * A compose stack's service container (not the engine's): its image's own command or the file's, Podman's
+ * default capabilities (a database needs to change owners and users), no new privileges, Berth's limits,
+ * user namespace and labels, and only the privileges configuration allowed.
+ */
+export interface ServiceContainerSpec {
+  readonly name: string;
+  readonly image: string;
+  readonly command?: readonly string[];
+  readonly entrypoint?: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  readonly workdir?: string;
+  readonly user?: string;
+  readonly hostname?: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly bindMounts: readonly BindMount[];
+  readonly volumeMounts: readonly VolumeMountSpec[];
+  /** undefined: no network at all (network_mode none). */
+  readonly network: NetworkAttachment | undefined;
+  readonly healthcheck?: HealthcheckSpec;
+  readonly restart: 'no' | 'always' | 'on-failure' | 'unless-stopped';
+  readonly memoryBytes: number;
+  readonly cpus: number;
+  readonly pidsLimit: number;
+  readonly userNamespace: UserNamespace;
+  readonly privileges: ServicePrivileges;
+}
+
+export type HealthStatus = 'healthy' | 'unhealthy' | 'starting';
+
+export interface BuildOptions {
+  /** Host directory sent as the build context (Berth's own staging path: nothing in it is followed). */
+  readonly contextDir: string;
+  readonly dockerfile: string;
+  readonly tag: string;
+  readonly args: Readonly<Record<string, string>>;
+  readonly target?: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly timeoutMs: number;
+}
+
+/** A build that did not finish within its time; its running step was killed. */
+export class BuildTimeoutError extends RuntimeError {
+  constructor(readonly timeoutMs: number) {
+    super(`the build did not finish within ${Math.round(timeoutMs / 1000)} s`, false);
+    this.name = 'BuildTimeoutError';
+  }
+}
+
+/** A runtime object (network, volume) found by label. */
+export interface LabelledObject {
+  readonly name: string;
+  readonly labels: Readonly<Record<string, string>>;
 }
 
 /** A started-or-created container's standard streams, attached over one connection. */
@@ -187,6 +288,22 @@ export interface ContainerRuntime {
   searchImages(term: string, options: { readonly limit: number; readonly tlsVerify: boolean }): Promise<RegistrySearchResult[]>;
   /** The subnets (CIDR) of a network, e.g. ["10.88.0.0/16"]; empty for `none` or a network without any. */
   networkSubnets(name: string): Promise<string[]>;
+  createServiceContainer(spec: ServiceContainerSpec): Promise<string>;
+  /** Runs the container's healthcheck once, now, and answers the status it leaves. */
+  runHealthcheck(id: string): Promise<HealthStatus>;
+  /** The last `lines` lines of the container's stdout and stderr. */
+  logTail(id: string, lines: number): Promise<string>;
+  /** Builds an image from a context directory; rejects with the build's own error, or BuildTimeoutError. */
+  buildImage(options: BuildOptions): Promise<string>;
+  /** Removes an image; false when it is still used by a container (it is then kept). */
+  removeImage(reference: string): Promise<boolean>;
+  /** A network with DNS, where containers reach each other by their aliases. */
+  createNetwork(name: string, labels: Readonly<Record<string, string>>): Promise<void>;
+  removeNetwork(name: string): Promise<void>;
+  listNetworks(label: string): Promise<LabelledObject[]>;
+  createVolume(name: string, labels: Readonly<Record<string, string>>): Promise<void>;
+  removeVolume(name: string): Promise<void>;
+  listVolumes(label: string): Promise<LabelledObject[]>;
   secretExists(name: string): Promise<boolean>;
   listSecrets(): Promise<string[]>;
   createSecret(name: string, value: string): Promise<void>;

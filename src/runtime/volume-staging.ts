@@ -29,6 +29,8 @@ export class HostPathError extends Error {
 export interface StagedVolumes {
   /** The paths to give the container runtime, in the order of the host paths given to stage(). */
   readonly hostPaths: readonly string[];
+  /** The same staging mounts as Berth's own process sees them (to read them, e.g. a build context). */
+  readonly localPaths: readonly string[];
   /** Unmounts and removes the staging paths; safe to call more than once. */
   release(): Promise<void>;
 }
@@ -63,6 +65,7 @@ export class VolumeStaging {
     };
     try {
       const result: string[] = [];
+      const local: string[] = [];
       for (const [index, hostPath] of hostPaths.entries()) {
         const name = `${id}-${index}`;
         const target = join(this.options.dir, name);
@@ -77,12 +80,38 @@ export class VolumeStaging {
           await handle.close();
         }
         result.push(join(this.options.hostDir, name));
+        local.push(target);
       }
-      return { hostPaths: result, release };
+      return { hostPaths: result, localPaths: local, release };
     } catch (error) {
       await release();
       throw error;
     }
+  }
+}
+
+/**
+ * Reads a regular file the way volumes are mounted: reached one component at a time without following
+ * any link, so what is read is the object validation resolved. Undefined when it does not exist;
+ * HostPathError when it changed, is not a regular file, or is larger than `maxBytes`.
+ */
+export async function readPinnedFile(hostPath: string, maxBytes: number): Promise<Buffer | undefined> {
+  let handle: FileHandle;
+  try {
+    handle = await pinPath(0, hostPath);
+  } catch (error) {
+    if (error instanceof HostPathError && error.reason === 'missing') return undefined;
+    throw error;
+  }
+  try {
+    const info = await handle.stat();
+    if (!info.isFile()) throw new HostPathError(0, hostPath, 'unsupported-type', 'is not a regular file');
+    if (info.size > maxBytes) throw new HostPathError(0, hostPath, 'unsupported-type', `is larger than ${maxBytes} bytes`);
+    const { buffer, bytesRead } = await handle.read(Buffer.alloc(info.size + 1), 0, info.size + 1, 0);
+    if (bytesRead > info.size) throw new HostPathError(0, hostPath, 'changed', 'grew while it was being read');
+    return buffer.subarray(0, bytesRead);
+  } finally {
+    await handle.close();
   }
 }
 

@@ -9,6 +9,7 @@ import { INSTANCE_LABEL, RUN_LABEL } from '../../runtime/container-runtime.js';
 import { buildEngineInvocation } from '../../engine/command.js';
 import { ENGINE_CONFIG_DIR, ENGINE_MOUNT, INPUT_DIR, SECRET_ENV_DIR } from '../../engine/layout.js';
 import type { InputFileContent, RunInputs } from './run-inputs.js';
+import type { StackAttachment } from '../compose/stacks.js';
 
 /** What every engine container shares, from configuration. */
 export interface EngineContainerSettings {
@@ -43,6 +44,8 @@ export function engineContainer(
     /** The engine executable in the container (core/runs/image-check.ts engineBinary). */
     readonly engineBinary: string;
     readonly interactive?: boolean;
+    /** The session's compose stack, when the run has an environment: its network, volumes and environment. */
+    readonly stack?: Pick<StackAttachment, 'network' | 'volumeMounts' | 'environment'>;
   },
 ): EngineContainer {
   const { plan, session, volumeSources } = options;
@@ -64,7 +67,8 @@ export function engineContainer(
     name: `berth-${options.id}`,
     image: plan.container.image,
     command: invocation.command,
-    env: invocation.env,
+    // The agent service's variables first: the engine's own (credential, configuration) cannot be overridden.
+    env: { ...options.stack?.environment, ...invocation.env },
     workdir: plan.workdir,
     createWorkdir: settings.workdirAutoCreate,
     bindMounts: [
@@ -85,6 +89,7 @@ export function engineContainer(
     network: settings.network,
     userNamespace: settings.userNamespace,
     ...(interactive ? { interactive: true } : {}),
+    ...(options.stack ? { stackNetwork: options.stack.network, volumeMounts: options.stack.volumeMounts } : {}),
   };
   const inputFiles = Object.entries(invocation.inputFiles).map(([name, content]) => ({ name, content }));
   return { spec, inputFiles };

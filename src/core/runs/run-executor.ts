@@ -14,6 +14,7 @@ import { OutputTail } from './output-tail.js';
 import { engineContainer, type EngineContainerSettings } from './engine-container.js';
 import type { RunPhases } from './run-phases.js';
 import { HostPathError, type StagedVolumes, type VolumeStaging } from '../../runtime/volume-staging.js';
+import type { StackAttachment } from '../compose/stacks.js';
 
 /** How a run ended. `crashed` covers every end the engine did not choose itself. */
 export type RunOutcome =
@@ -43,6 +44,8 @@ export interface RunContext {
   readonly engineBinary: string;
   readonly signal: AbortSignal;
   readonly hooks?: RunHooks;
+  /** The session's compose stack the engine joins (container.environment). */
+  readonly stack?: StackAttachment;
 }
 
 export interface ExecutorDependencies extends EngineContainerSettings {
@@ -95,7 +98,14 @@ export class RunExecutor {
           .catch((error: unknown) => {
             throw stagingError(error);
           });
-        const { spec, inputFiles } = engineContainer(this.deps, { id: runId, plan, session: context.session, volumeSources: staged.hostPaths, engineBinary: context.engineBinary });
+        const { spec, inputFiles } = engineContainer(this.deps, {
+          id: runId,
+          plan,
+          session: context.session,
+          volumeSources: staged.hostPaths,
+          engineBinary: context.engineBinary,
+          ...(context.stack ? { stack: context.stack } : {}),
+        });
         await this.deps.inputs.write(runId, inputFiles);
         return runtime.createContainer(spec).catch((error: unknown) => {
           throw creationError(error);

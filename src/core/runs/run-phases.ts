@@ -9,6 +9,12 @@ export const RUN_PHASES = [
   'session',
   /** Async jobs only: waiting for a free slot under SERVICE_MAX_CONCURRENT_RUNS. */
   'queue',
+  /** Compose environments: the stack's images built (first run of a session's stack only). */
+  'compose_build',
+  /** Compose environments: the stack's network, volumes and service containers created and started. */
+  'compose_start',
+  /** Compose environments: waiting until every service is healthy (or running). */
+  'compose_healthy',
   /** Input files written and the container created by Podman. */
   'create',
   /** Podman starts the container (runc create + start). */

@@ -5,7 +5,8 @@ import type { Logger } from 'pino';
 import type { Config } from '../../config.js';
 import { BerthError, errors } from '../../errors.js';
 import type { RunRequest } from '../run-request.js';
-import type { RunPlan } from '../run-plan.js';
+import type { EnvironmentPlan, RunPlan } from '../run-plan.js';
+import type { StackAttachment, Stacks } from '../compose/stacks.js';
 import type { ContainerRuntime } from '../../runtime/container-runtime.js';
 import { validateRunRequest } from '../validation/validate-run.js';
 import type { SessionStore, PreparedSession } from '../sessions/session-store.js';
@@ -59,6 +60,8 @@ export interface RunServiceDependencies {
   readonly observer?: RunObserver;
   /** Aborted at service shutdown: every run in flight is cancelled and its container removed. */
   readonly shutdownSignal?: AbortSignal;
+  /** Compose stacks of sessions (container.environment). */
+  readonly stacks?: Stacks;
 }
 
 /** A validated run whose session is taken: what async jobs keep between acceptance and execution. */
@@ -175,6 +178,13 @@ export class RunService {
     });
     this.deps.engineAccess.current();
     const engineBinary = await phases.measure('image_check', async () => {
+      const environment = plan.container.environment;
+      if (environment) {
+        if (!this.deps.stacks) throw errors.invalid('container.environment: compose environments are not available on this server');
+        await this.checkServiceImages(environment);
+        // An agent image Berth builds is checked once it exists (after the build, in execute()).
+        if (environment.definition.agent.image.kind === 'build') return ENGINE_BINARY;
+      }
       await this.deps.images.ensureRunnable(plan.container.image);
       return this.deps.images.engineBinary(plan.container.image);
     });
@@ -189,6 +199,31 @@ export class RunService {
     );
     phases.mark();
     return { runId, plan, session, phases, slot, engineBinary };
+  }
+
+  /** The stack's images that are not built must be on the host: Berth never pulls implicitly. */
+  private async checkServiceImages(environment: EnvironmentPlan): Promise<void> {
+    for (const service of environment.definition.sidecars) {
+      if (service.image.kind !== 'image') continue;
+      if (!(await this.deps.runtime.inspectImage(service.image.reference))) {
+        throw errors.invalid(`container.environment: services.${service.name}.image "${service.image.reference}" is not present on this host; pull it first (POST /images/pull) or build it`);
+      }
+    }
+  }
+
+  /** The session's stack for this run, up and ready; the engine's image checked when the stack built it. */
+  private async attachStack(accepted: AcceptedRun): Promise<{ stack: StackAttachment | undefined; engineBinary: string }> {
+    const environment = accepted.plan.container.environment;
+    if (!environment || !this.deps.stacks) return { stack: undefined, engineBinary: accepted.engineBinary };
+    const stack = await this.deps.stacks.acquire(accepted.session.sessionId, environment, accepted.phases, { ephemeral: !accepted.session.persistent });
+    try {
+      if (environment.definition.agent.image.kind !== 'build') return { stack, engineBinary: accepted.engineBinary };
+      await this.deps.images.ensureRunnable(accepted.plan.container.image);
+      return { stack, engineBinary: await this.deps.images.engineBinary(accepted.plan.container.image) };
+    } catch (error) {
+      await stack.release();
+      throw error;
+    }
   }
 
   /** Runs an accepted run to its outcome and releases its session. */
@@ -211,14 +246,19 @@ export class RunService {
     // Only an async job waits between acceptance and execution (for a slot); other modes go straight on.
     if (mode === 'async') phases.end('queue');
     let outcomeLabel: Parameters<RunObserver['runFinished']>[1] = 'error';
+    let stack: StackAttachment | undefined;
     try {
+      // A re-attached run's stack is up already (its container was started by the previous process).
+      const attached = container ? { stack: undefined, engineBinary: accepted.engineBinary } : await this.attachStack(accepted);
+      stack = attached.stack;
       // The run's own span is the parent of what the executor does (Podman calls) for this run.
       const runContext = {
         runId: accepted.runId,
         plan: accepted.plan,
         session: accepted.session,
         phases,
-        engineBinary: accepted.engineBinary,
+        engineBinary: attached.engineBinary,
+        ...(stack ? { stack } : {}),
         signal,
         hooks: {
           onText: hooks.onText,
@@ -246,6 +286,7 @@ export class RunService {
         'run finished',
       );
       accepted.slot.release();
+      await stack?.release().catch((error: unknown) => this.deps.log.error({ err: error, runId: accepted.runId }, 'releasing the run\'s compose stack failed'));
       await accepted.session.release();
     }
   }

@@ -7,12 +7,15 @@ import { transcriptMessages, type TranscriptMessage } from '../../engine/transcr
 import type { SessionStore } from './session-store.js';
 import { checkSessionUuid, UUID_PATTERN } from './session-id.js';
 import type { Caller } from '../auth/caller.js';
+import type { StackView } from '../compose/stacks.js';
 
 export const DEFAULT_PAGE_SIZE = 50;
 
 export interface SessionSummary {
   readonly id: string;
   readonly title: string;
+  /** The session's live compose stack, when it has one. */
+  readonly stack?: StackView;
 }
 
 export interface MessagePage {
@@ -29,8 +32,10 @@ export interface SessionServiceDependencies {
   readonly store: SessionStore;
   /** Largest page of messages (SERVICE_SESSIONS_MAX_PAGE_SIZE); larger limits are clamped to it. */
   readonly maxPageSize: number;
-  /** Called before a session's directory is removed (compose stacks tied to the session, once they exist). */
+  /** Called before a session's directory is removed: its compose stack goes with it. */
   readonly teardown?: (sessionId: string) => Promise<void>;
+  /** The session's live compose stack, if any. */
+  readonly stackOf?: (sessionId: string) => StackView | undefined;
 }
 
 /**
@@ -52,7 +57,12 @@ export class SessionService {
   async list(caller: Caller): Promise<SessionSummary[]> {
     const stored = await this.deps.store.list(caller.owner);
     const seen = new Set<string>();
-    const sessions = await Promise.all(stored.map(async (session) => ({ id: session.id, title: await this.title(session.dir, session.id, seen) })));
+    const sessions = await Promise.all(
+      stored.map(async (session) => {
+        const stack = this.deps.stackOf?.(session.id);
+        return { id: session.id, title: await this.title(session.dir, session.id, seen), ...(stack ? { stack } : {}) };
+      }),
+    );
     for (const file of this.titles.keys()) if (!seen.has(file)) this.titles.delete(file);
     return sessions;
   }

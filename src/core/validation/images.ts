@@ -112,14 +112,14 @@ export interface ImagePolicy {
  * The image to run, normalised (so what was checked is what Podman resolves: a short name cannot be
  * completed from another registry). Throws a 400 for an invalid reference or one no pattern allows.
  */
-export function validateImage(image: string | undefined, policy: ImagePolicy): string {
+export function validateImage(image: string | undefined, policy: ImagePolicy, field = 'container.image'): string {
   const defaultImage = normaliseImageReference(policy.defaultImage) ?? policy.defaultImage;
   if (image === undefined) return defaultImage;
-  checkCharacters(image, 'container.image', false);
+  checkCharacters(image, field, false);
   const parsed = parseImageReference(image);
-  if ('error' in parsed) throw errors.invalid(`container.image: "${image}" is not a valid image reference: ${parsed.error}`);
+  if ('error' in parsed) throw errors.invalid(`${field}: "${image}" is not a valid image reference: ${parsed.error}`);
   const normalised = formatImageReference(parsed);
   if (normalised === defaultImage) return normalised;
-  if (!imageMatchesPatterns(image, normalised, policy.allowedPatterns)) throw errors.imageNotAllowed(image);
+  if (!imageMatchesPatterns(image, normalised, policy.allowedPatterns)) throw errors.imageNotAllowed(image, field);
   return normalised;
 }

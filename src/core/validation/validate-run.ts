@@ -3,9 +3,13 @@
 // allowlist, container-path blocklist, resource limits, then secrets. Nothing here creates anything.
 import type { Config } from '../../config.js';
 import { errors } from '../../errors.js';
-import type { EnginePlan, LifecyclePlan, RunPlan, SessionIntent } from '../run-plan.js';
+import type { EnginePlan, EnvironmentPlan, LifecyclePlan, MountOption, RunPlan, SessionIntent } from '../run-plan.js';
 import type { ContainerOptions, EngineOptions, RunRequest } from '../run-request.js';
-import { validateImage } from './images.js';
+import { validateImage, type ImagePolicy } from './images.js';
+import { validateEnvironment, type HostFileReader } from './environment.js';
+import { blockedVariableReason } from './secrets-env.js';
+import { builtImageTag, type StackService } from '../compose/stack-definition.js';
+import { readPinnedFile } from '../../runtime/volume-staging.js';
 import { validateHooksTimeout, validateLimits } from './limits.js';
 import { validateWorkdir } from './paths.js';
 import { secretsPolicy, validateSecretsEnv } from './secrets-env.js';
@@ -14,7 +18,7 @@ import {
 } from './text.js';
 import {
   checkContainerPath, checkDistinctTargets, checkRelabel, hostPathPolicy, nodeRealpathFs, parseVolumeSpec, resolveAllowedHostPath,
-  toVolumeMount, type RealpathFs,
+  toVolumeMount, type RealpathFs, type VolumeSpec,
 } from './volumes.js';
 
 export interface ValidationContext {
@@ -23,6 +27,8 @@ export interface ValidationContext {
   readonly fs?: RealpathFs;
   /** Whether Podman's secret store has a secret of this name (the runtime adapter answers). */
   secretExists(name: string): Promise<boolean>;
+  /** Reads a compose file without following links; readPinnedFile of runtime/volume-staging.ts when omitted. */
+  readonly readFile?: HostFileReader;
 }
 
 export async function validateRunRequest(request: RunRequest, context: ValidationContext): Promise<RunPlan> {
@@ -39,11 +45,8 @@ export async function validateRunRequest(request: RunRequest, context: Validatio
   checkModel(engine.model);
   const session = sessionIntent(engine);
   const webhookUrl = checkWebhookUrl(request.webhook_url);
-  const workdir = request.workdir === undefined
-    ? validateWorkdir(config.agent.defaultWorkdir, 'SERVICE_AGENT_DEFAULT_WORKDIR')
-    : validateWorkdir(request.workdir);
-  if (container.environment !== undefined) {
-    throw errors.invalid('container.environment: compose environments are not supported by this Berth version');
+  if (container.environment !== undefined && container.image !== undefined) {
+    throw errors.invalid('container.image: cannot be combined with container.environment; the engine runs in the image of the environment\'s service');
   }
   const hooks = container.lifecycle && {
     onCreate: checkHookCommands(container.lifecycle.on_create_command, 'container.lifecycle.on_create_command'),
@@ -60,12 +63,22 @@ export async function validateRunRequest(request: RunRequest, context: Validatio
     checkRelabel(spec, policy);
     hostPaths.push(await resolveAllowedHostPath(spec, policy, fs));
   }
+  const environment = container.environment && await validateEnvironment(container.environment, { config, fs, readFile: context.readFile ?? readPinnedFile });
+  const agentService = environment?.definition.agent;
+  const workdir = request.workdir !== undefined
+    ? validateWorkdir(request.workdir)
+    : agentService?.workingDir !== undefined
+      ? validateWorkdir(agentService.workingDir, `container.environment: services.${agentService.name}.working_dir`)
+      : validateWorkdir(config.agent.defaultWorkdir, 'SERVICE_AGENT_DEFAULT_WORKDIR');
 
-  const image = validateImage(container.image, { allowedPatterns: config.agent.allowedImagePatterns, defaultImage: config.agent.image });
+  const imagePolicy = { allowedPatterns: config.agent.allowedImagePatterns, defaultImage: config.agent.image };
+  const image = environment ? environmentImages(environment, imagePolicy) : validateImage(container.image, imagePolicy);
 
-  // Container-path blocklist.
+  // Container-path blocklist (the agent service's mounts are the engine container's too).
   specs.forEach(checkContainerPath);
-  checkDistinctTargets(specs);
+  const serviceMounts = agentService ? agentServiceMounts(agentService) : [];
+  checkDistinctTargets([...specs, ...serviceMounts]);
+  if (agentService) checkAgentEnvironment(agentService);
 
   const limits = validateLimits(container, config);
   const lifecycle: LifecyclePlan | undefined = hooks && {
@@ -86,13 +99,55 @@ export async function validateRunRequest(request: RunRequest, context: Validatio
     engine: enginePlan(engine),
     container: {
       image,
-      volumes: specs.map((spec, index) => toVolumeMount(spec, hostPaths[index]!)),
+      volumes: [
+        ...specs.map((spec, index) => toVolumeMount(spec, hostPaths[index]!)),
+        ...serviceMounts.filter((mount) => mount.kind === 'bind').map((mount) => toVolumeMount(mount, mount.hostPath)),
+      ],
       secretsEnv,
       ...limits,
       ...(lifecycle && { lifecycle }),
+      ...(environment && { environment }),
     },
     webhookUrl,
   };
+}
+
+/**
+ * The image of every service checked against the allowlist; the engine's is the agent service's, or the
+ * image Berth builds for it (named by the definition, so the plan knows it before the build).
+ */
+function environmentImages(environment: EnvironmentPlan, policy: ImagePolicy): string {
+  const { definition } = environment;
+  const checked = (service: StackService): string => {
+    if (service.image.kind === 'build') return builtImageTag(definition, service.name);
+    return validateImage(service.image.reference, policy, `container.environment: services.${service.name}.image`);
+  };
+  definition.sidecars.forEach(checked);
+  return checked(definition.agent);
+}
+
+/** The agent service's mounts as the engine container gets them, each checked like a request volume. */
+function agentServiceMounts(service: StackService): (VolumeSpec & { kind: 'bind' | 'volume'; hostPath: string })[] {
+  return service.mounts.map((mount, index) => {
+    const spec = {
+      kind: mount.kind,
+      field: `container.environment: services.${service.name}.volumes[${index}]`,
+      hostPath: mount.kind === 'bind' ? mount.hostPath : mount.volume,
+      containerPath: mount.containerPath,
+      readOnly: mount.readOnly,
+      options: [] as MountOption[],
+    };
+    checkContainerPath(spec);
+    return spec;
+  });
+}
+
+/** The agent service's environment reaches the engine's process: the variables blocked for secrets_env are refused. */
+function checkAgentEnvironment(service: StackService): void {
+  for (const name of Object.keys(service.environment)) {
+    const reason = blockedVariableReason(name);
+    if (reason !== undefined) throw errors.invalid(`container.environment: services.${service.name}.environment.${name} is blocked: ${reason}`);
+  }
 }
 
 /**

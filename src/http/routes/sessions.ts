@@ -34,6 +34,16 @@ const PagingQuerySchema = Type.Object({
 const SessionSchema = Type.Object({
   id: Type.String({ format: 'uuid', description: 'Session id' }),
   title: Type.String({ description: 'Set from the first prompt by the session title hook; empty when none' }),
+  stack: Type.Optional(
+    Type.Object(
+      {
+        services: Type.Array(Type.String(), { description: 'The stack\'s services besides the agent service (whose container exists only during a run)' }),
+        in_use: Type.Boolean({ description: 'Whether a run of the session is using the stack now' }),
+        last_used_at: Type.String({ format: 'date-time', description: 'When a run last used it; the stack is removed SERVICE_COMPOSE_STACK_TTL later' }),
+      },
+      { description: 'Present while the session has a live compose stack (container.environment)' },
+    ),
+  ),
 });
 
 const MessageSchema = Type.Object({

@@ -3,7 +3,7 @@
 import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
-import type { Duplex } from 'node:stream';
+import type { Duplex, Readable } from 'node:stream';
 import { RuntimeError } from '../container-runtime.js';
 
 const API_PREFIX = '/v4.0.0/libpod';
@@ -25,7 +25,7 @@ export interface RequestOptions {
   readonly method?: Dispatcher.HttpMethod;
   readonly query?: Record<string, string | number | boolean | undefined>;
   readonly json?: unknown;
-  readonly body?: Buffer;
+  readonly body?: Buffer | Readable;
   readonly contentType?: string;
   readonly signal?: AbortSignal;
   /** Statuses that are answers, not errors (for example 404 for "does not exist"). */

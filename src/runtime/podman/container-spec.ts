@@ -2,7 +2,7 @@
 // container is fixed here, not left to callers: no capabilities, no new privileges, a pids limit,
 // private namespaces (a user namespace too: container root is never host root), runc and explicit
 // ulimits (crun and Podman's default ulimits fail on these hosts).
-import type { ContainerSpec } from '../container-runtime.js';
+import type { BindMount, ContainerSpec, NetworkAttachment, ServiceContainerSpec, UserNamespace, VolumeMountSpec } from '../container-runtime.js';
 
 const CPU_PERIOD_US = 100_000;
 
@@ -15,34 +15,17 @@ export function toSpecGenerator(spec: ContainerSpec): Record<string, unknown> {
     work_dir: spec.workdir,
     create_working_dir: spec.createWorkdir,
     labels: spec.labels,
-    mounts: spec.bindMounts.map((mount) => ({
-      Type: 'bind',
-      Source: mount.hostPath,
-      Destination: mount.containerPath,
-      // nosuid,nodev on every bind mount: a caller's files must never become setuid binaries or devices.
-      // Caller volumes arrive as staging mounts without submounts (runtime/volume-staging.ts), so these
-      // flags hold for everything below them; a non-recursive `bind` would be refused in a user namespace.
-      Options: [mount.readOnly ? 'ro' : 'rw', ...new Set([...mount.options, 'nosuid', 'nodev']), 'rbind'],
-    })),
+    mounts: spec.bindMounts.map(bindMount),
+    volumes: (spec.volumeMounts ?? []).map(namedVolume),
     // Secrets are files, not environment variables: libpod copies secret_env values into the
     // container's inspect data, where anyone with access to the socket could read them.
     secrets: spec.secretFiles.map((file) => ({ Source: file.secret, Target: file.containerPath, Mode: 0o444 })),
-    resource_limits: {
-      memory: { limit: spec.memoryBytes, swap: spec.memoryBytes },
-      cpu: { quota: Math.round(spec.cpus * CPU_PERIOD_US), period: CPU_PERIOD_US, shares: spec.cpuShares },
-      pids: { limit: spec.pidsLimit },
-    },
-    oci_runtime: 'runc',
-    r_limits: [
-      { type: 'nofile', hard: 1024, soft: 1024 },
-      { type: 'nproc', hard: 4096, soft: 4096 },
-    ],
+    ...limits(spec.memoryBytes, spec.cpus, spec.cpuShares, spec.pidsLimit),
     cap_drop: ['ALL'],
     no_new_privileges: true,
     privileged: false,
-    netns: spec.network === 'none' ? { nsmode: 'none' } : { nsmode: 'bridge' },
-    ...(spec.network === 'none' ? {} : { Networks: { [spec.network]: {} } }),
-    ...userNamespace(spec),
+    ...networks(spec.network === 'none' ? [] : [{ name: spec.network, aliases: [] }], spec.stackNetwork),
+    ...userNamespace(spec.userNamespace),
     pidns: { nsmode: 'private' },
     ipcns: { nsmode: 'private' },
     utsns: { nsmode: 'private' },
@@ -52,9 +35,98 @@ export function toSpecGenerator(spec: ContainerSpec): Record<string, unknown> {
   };
 }
 
-function userNamespace(spec: ContainerSpec): Record<string, unknown> {
-  if (spec.userNamespace.kind === 'rootless') return {};
-  const map = [{ container_id: 0, host_id: spec.userNamespace.hostBase, size: spec.userNamespace.size }];
+/** A compose service's container: see ServiceContainerSpec for what differs from an engine container. */
+export function toServiceSpecGenerator(spec: ServiceContainerSpec): Record<string, unknown> {
+  const { privileges } = spec;
+  const ns = (host: boolean) => ({ nsmode: host ? 'host' : 'private' });
+  return {
+    name: spec.name,
+    image: spec.image,
+    ...(spec.command ? { command: spec.command } : {}),
+    ...(spec.entrypoint ? { entrypoint: spec.entrypoint } : {}),
+    env: spec.env,
+    ...(spec.workdir !== undefined ? { work_dir: spec.workdir } : {}),
+    ...(spec.user !== undefined ? { user: spec.user } : {}),
+    ...(spec.hostname !== undefined ? { hostname: spec.hostname } : {}),
+    labels: spec.labels,
+    mounts: spec.bindMounts.map(bindMount),
+    volumes: spec.volumeMounts.map(namedVolume),
+    ...limits(spec.memoryBytes, spec.cpus, 1024, spec.pidsLimit),
+    ...(spec.healthcheck
+      ? {
+          healthconfig: {
+            Test: spec.healthcheck.test,
+            Interval: spec.healthcheck.intervalMs * 1e6,
+            Timeout: spec.healthcheck.timeoutMs * 1e6,
+            StartPeriod: spec.healthcheck.startPeriodMs * 1e6,
+            Retries: spec.healthcheck.retries,
+          },
+        }
+      : {}),
+    ...(spec.restart !== 'no' ? { restart_policy: spec.restart } : {}),
+    privileged: privileges.privileged,
+    no_new_privileges: !privileges.privileged,
+    ...(privileges.capAdd.length > 0 ? { cap_add: privileges.capAdd } : {}),
+    ...(privileges.devices.length > 0 ? { devices: privileges.devices.map((device) => ({ path: device })) } : {}),
+    ...(privileges.seccompUnconfined ? { seccomp_profile_path: 'unconfined' } : {}),
+    ...(privileges.apparmorUnconfined ? { apparmor_profile: 'unconfined' } : {}),
+    ...(privileges.labelDisable ? { selinux_opts: ['disable'] } : {}),
+    ...(privileges.hostNetwork ? { netns: { nsmode: 'host' } } : networks([], spec.network)),
+    ...userNamespace(spec.userNamespace),
+    pidns: ns(privileges.hostPid),
+    ipcns: ns(privileges.hostIpc),
+    utsns: { nsmode: 'private' },
+    stdin: false,
+    terminal: false,
+    remove: false,
+  };
+}
+
+function bindMount(mount: BindMount): Record<string, unknown> {
+  return {
+    Type: 'bind',
+    Source: mount.hostPath,
+    Destination: mount.containerPath,
+    // nosuid,nodev on every bind mount: a caller's files must never become setuid binaries or devices.
+    // Caller volumes arrive as staging mounts without submounts (runtime/volume-staging.ts), so these
+    // flags hold for everything below them; a non-recursive `bind` would be refused in a user namespace.
+    Options: [mount.readOnly ? 'ro' : 'rw', ...new Set([...mount.options, 'nosuid', 'nodev']), 'rbind'],
+  };
+}
+
+function namedVolume(mount: VolumeMountSpec): Record<string, unknown> {
+  return { Name: mount.volume, Dest: mount.containerPath, Options: [mount.readOnly ? 'ro' : 'rw', 'nosuid', 'nodev'] };
+}
+
+/** Runc and explicit ulimits: crun and Podman's default ulimits fail on these hosts. */
+function limits(memoryBytes: number, cpus: number, cpuShares: number, pidsLimit: number): Record<string, unknown> {
+  return {
+    resource_limits: {
+      memory: { limit: memoryBytes, swap: memoryBytes },
+      cpu: { quota: Math.round(cpus * CPU_PERIOD_US), period: CPU_PERIOD_US, shares: cpuShares },
+      pids: { limit: pidsLimit },
+    },
+    oci_runtime: 'runc',
+    r_limits: [
+      { type: 'nofile', hard: 1024, soft: 1024 },
+      { type: 'nproc', hard: 4096, soft: 4096 },
+    ],
+  };
+}
+
+/** The networks a container joins; none at all is its own empty network namespace. */
+function networks(base: readonly NetworkAttachment[], extra: NetworkAttachment | undefined): Record<string, unknown> {
+  const all = [...base, ...(extra ? [extra] : [])];
+  if (all.length === 0) return { netns: { nsmode: 'none' } };
+  return {
+    netns: { nsmode: 'bridge' },
+    Networks: Object.fromEntries(all.map((network) => [network.name, network.aliases.length > 0 ? { aliases: network.aliases } : {}])),
+  };
+}
+
+function userNamespace(userNamespace: UserNamespace): Record<string, unknown> {
+  if (userNamespace.kind === 'rootless') return {};
+  const map = [{ container_id: 0, host_id: userNamespace.hostBase, size: userNamespace.size }];
   return {
     userns: { nsmode: 'private' },
     idmappings: { HostUIDMapping: false, HostGIDMapping: false, UIDMap: map, GIDMap: map, AutoUserNs: false },

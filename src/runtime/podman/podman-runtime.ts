@@ -15,9 +15,11 @@ import type {
   PullOptions,
   RegistrySearchResult,
 } from '../container-runtime.js';
-import { PROBE_LABEL, RegistryError } from '../container-runtime.js';
+import type { BuildOptions, HealthStatus, LabelledObject, ServiceContainerSpec } from '../container-runtime.js';
+import { PROBE_LABEL, RegistryError, RuntimeError } from '../container-runtime.js';
+import { buildImage } from './image-build.js';
 import { PodmanApiError, PodmanClient } from './client.js';
-import { toSpecGenerator } from './container-spec.js';
+import { toServiceSpecGenerator, toSpecGenerator } from './container-spec.js';
 import { demultiplex } from './multiplexed-stream.js';
 import { isRegistryNotFound, readPullStream } from './pull-stream.js';
 
@@ -334,6 +336,68 @@ export class PodmanRuntime implements ContainerRuntime {
 
   async removeSecret(name: string): Promise<void> {
     await this.client.call(`/secrets/${encodeURIComponent(name)}`, { method: 'DELETE', accept: [404] });
+  }
+
+  async createServiceContainer(spec: ServiceContainerSpec): Promise<string> {
+    const created = await this.client.json<{ Id: string }>('/containers/create', { method: 'POST', json: toServiceSpecGenerator(spec) });
+    return created.Id;
+  }
+
+  async runHealthcheck(id: string): Promise<HealthStatus> {
+    // Podman schedules healthchecks with systemd timers, which a host without systemd does not have; Berth
+    // runs each check itself through this call, which also records the status Podman reports.
+    const result = await this.client.json<{ Status?: string }>(`/containers/${id}/healthcheck`);
+    const status = result.Status;
+    return status === 'healthy' || status === 'unhealthy' ? status : 'starting';
+  }
+
+  async logTail(id: string, lines: number): Promise<string> {
+    const response = await this.client.request(`/containers/${id}/logs`, { query: { stdout: true, stderr: true, tail: lines } });
+    const chunks: Buffer[] = [];
+    for await (const chunk of demultiplex(response.body as AsyncIterable<Buffer>)) chunks.push(chunk.data);
+    return Buffer.concat(chunks).toString('utf8');
+  }
+
+  async buildImage(options: BuildOptions): Promise<string> {
+    await buildImage(this.client, options);
+    const image = await this.inspectImage(options.tag);
+    if (!image) throw new RuntimeError(`the build ended without an image tagged ${options.tag}`, false);
+    return image.id;
+  }
+
+  async removeImage(reference: string): Promise<boolean> {
+    const status = await this.client.call(`/images/${encodeURIComponent(reference)}`, { method: 'DELETE', accept: [404, 409] });
+    return status !== 409;
+  }
+
+  async createNetwork(name: string, labels: Readonly<Record<string, string>>): Promise<void> {
+    await this.client.call('/networks/create', { method: 'POST', json: { name, labels, driver: 'bridge', dns_enabled: true } });
+  }
+
+  async removeNetwork(name: string): Promise<void> {
+    await this.client.call(`/networks/${encodeURIComponent(name)}`, { method: 'DELETE', query: { force: true }, accept: [404] });
+  }
+
+  async listNetworks(label: string): Promise<LabelledObject[]> {
+    const found = await this.client.json<{ name: string; labels?: Record<string, string> | null }[]>('/networks/json', {
+      query: { filters: JSON.stringify({ label: [label] }) },
+    });
+    return found.map((network) => ({ name: network.name, labels: network.labels ?? {} }));
+  }
+
+  async createVolume(name: string, labels: Readonly<Record<string, string>>): Promise<void> {
+    await this.client.call('/volumes/create', { method: 'POST', json: { Name: name, Label: labels } });
+  }
+
+  async removeVolume(name: string): Promise<void> {
+    await this.client.call(`/volumes/${encodeURIComponent(name)}`, { method: 'DELETE', query: { force: true }, accept: [404] });
+  }
+
+  async listVolumes(label: string): Promise<LabelledObject[]> {
+    const found = await this.client.json<{ Name: string; Labels?: Record<string, string> | null }[]>('/volumes/json', {
+      query: { filters: JSON.stringify({ label: [label] }) },
+    });
+    return found.map((volume) => ({ name: volume.Name, labels: volume.Labels ?? {} }));
   }
 }
 

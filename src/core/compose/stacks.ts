@@ -1,0 +1,425 @@
+// Compose stacks: one per session, created by the session's first run with an environment, reused by
+// its later runs while the definition is the same, removed with the session, after SERVICE_COMPOSE_STACK_TTL
+// unused, or at start when its session is gone. Stacks belong to sessions, not to the process: a stop
+// leaves them running and the next start adopts them (their resources carry Berth's labels).
+//
+// Berth drives libpod itself from the checked definition (no compose tool): every service container is
+// created by the runtime adapter with Berth's limits, user namespace and labels, and the engine's own
+// container joins the stack's network as the agent service (core/runs/engine-container.ts).
+import type { Logger } from 'pino';
+import { errors } from '../../errors.js';
+import {
+  BuildTimeoutError, STACK_BUILD_LABEL, STACK_HASH_LABEL, STACK_INSTANCE_LABEL, STACK_LABEL,
+  type ContainerRuntime, type NetworkAttachment, type ServiceContainerSpec, type UserNamespace, type VolumeMountSpec,
+} from '../../runtime/container-runtime.js';
+import type { VolumeStaging } from '../../runtime/volume-staging.js';
+import { formatDuration } from '../../units.js';
+import type { EnvironmentPlan } from '../run-plan.js';
+import type { RunPhases } from '../runs/run-phases.js';
+import { builtImageTag, type DependencyCondition, type StackDefinition, type StackService } from './stack-definition.js';
+
+export interface StacksSettings {
+  readonly instanceName: string;
+  readonly userNamespace: UserNamespace;
+  readonly pidsLimit: number;
+  /** Limits of a service that sets none (the agent defaults). */
+  readonly defaultMemoryBytes: number;
+  readonly defaultCpus: number;
+  readonly ttlMs: number;
+  readonly maxStacks: number;
+  readonly removeBuiltImages: boolean;
+}
+
+export interface StacksDependencies {
+  readonly runtime: ContainerRuntime;
+  readonly staging: VolumeStaging;
+  readonly settings: StacksSettings;
+  readonly log: Logger;
+  /** Stack count changes, for /metrics. */
+  readonly onCountChanged?: (count: number) => void;
+}
+
+/** What the engine container of a run needs from its session's stack. */
+export interface StackAttachment {
+  /** The stack's network, where the engine answers to the agent service's name. */
+  readonly network: NetworkAttachment;
+  readonly volumeMounts: readonly VolumeMountSpec[];
+  /** The agent service's environment (the engine's own variables win). */
+  readonly environment: Readonly<Record<string, string>>;
+  /** Ends this run's use of the stack (an ephemeral run's stack is then removed). */
+  release(): Promise<void>;
+}
+
+/** A session's stack as GET /sessions shows it. */
+export interface StackView {
+  readonly services: readonly string[];
+  readonly in_use: boolean;
+  readonly last_used_at: string;
+}
+
+interface LiveStack {
+  readonly sessionId: string;
+  readonly hash: string;
+  /** Sidecar services (known from the definition, or from the labels of an adopted stack). */
+  readonly services: readonly string[];
+  users: number;
+  lastUsedMs: number;
+}
+
+const SERVICE_LABEL = 'berth.stack-service';
+/** How often a service is polled while waiting for it; healthchecks run at most this often too. */
+const POLL_MS = 500;
+const LOG_TAIL_LINES = 20;
+
+export function stackNetworkName(sessionId: string): string {
+  return `berth-stack-${sessionId}`;
+}
+
+function containerName(sessionId: string, service: string): string {
+  return `berth-stack-${sessionId}-${service}`;
+}
+
+function volumeName(sessionId: string, volume: string): string {
+  return `berth-stack-${sessionId}-${volume}`;
+}
+
+export class Stacks {
+  private readonly live = new Map<string, LiveStack>();
+  /** Per session: the operation in progress (bring-up, removal), so two never interleave. */
+  private readonly locks = new Map<string, Promise<unknown>>();
+  private sweeper: NodeJS.Timeout | undefined;
+
+  constructor(private readonly deps: StacksDependencies) {}
+
+  /**
+   * Adopts the stacks this instance left running (their session still exists) and removes the others,
+   * then sweeps expired stacks every minute (or every TTL when shorter).
+   */
+  async init(sessionExists: (sessionId: string) => Promise<boolean>): Promise<void> {
+    const { runtime, settings } = this.deps;
+    const byInstance = `${STACK_INSTANCE_LABEL}=${settings.instanceName}`;
+    const sessions = new Set<string>();
+    for (const network of await runtime.listNetworks(byInstance)) sessions.add(network.labels[STACK_LABEL] ?? '');
+    for (const container of await runtime.listContainers(byInstance)) sessions.add(container.labels[STACK_LABEL] ?? '');
+    for (const volume of await runtime.listVolumes(byInstance)) sessions.add(volume.labels[STACK_LABEL] ?? '');
+    for (const sessionId of sessions) {
+      const network = (await runtime.listNetworks(`${STACK_LABEL}=${sessionId}`))[0];
+      if (sessionId !== '' && network && (await sessionExists(sessionId))) {
+        const services = (await runtime.listContainers(`${STACK_LABEL}=${sessionId}`)).map((c) => c.labels[SERVICE_LABEL] ?? '').filter(Boolean);
+        // Last use before the restart is not known: the TTL counts from now.
+        this.live.set(sessionId, { sessionId, hash: network.labels[STACK_HASH_LABEL] ?? '', services, users: 0, lastUsedMs: Date.now() });
+        continue;
+      }
+      this.deps.log.warn({ sessionId }, 'removing a compose stack whose session is gone (or which was left half-created)');
+      await this.removeResources(sessionId);
+    }
+    this.countChanged();
+    const every = Math.max(1_000, Math.min(60_000, settings.ttlMs));
+    this.sweeper = setInterval(() => void this.sweep().catch((error: unknown) => this.deps.log.error({ err: error }, 'stack sweep failed')), every);
+    this.sweeper.unref();
+  }
+
+  stop(): void {
+    if (this.sweeper) clearInterval(this.sweeper);
+  }
+
+  count(): number {
+    return this.live.size;
+  }
+
+  view(sessionId: string): StackView | undefined {
+    const stack = this.live.get(sessionId);
+    if (!stack) return undefined;
+    return { services: stack.services, in_use: stack.users > 0, last_used_at: new Date(stack.lastUsedMs).toISOString() };
+  }
+
+  /**
+   * The session's stack, brought up or reused and ready (every service healthy or running) for one run.
+   * Failures are 500s naming the service (with the end of its log); nothing of a failed bring-up is left.
+   */
+  async acquire(sessionId: string, plan: EnvironmentPlan, phases: RunPhases, options: { readonly ephemeral: boolean }): Promise<StackAttachment> {
+    const { definition } = plan;
+    await this.exclusive(sessionId, async () => {
+      const existing = this.live.get(sessionId);
+      if (existing && existing.hash !== definition.hash) {
+        this.deps.log.info({ sessionId }, 'the compose definition changed: the session\'s stack is replaced');
+        await this.removeNow(sessionId);
+      }
+      if (this.live.has(sessionId)) {
+        await this.reuse(sessionId, plan, phases);
+      } else {
+        if (this.live.size >= this.deps.settings.maxStacks) throw errors.stacksAtCapacity(this.deps.settings.maxStacks);
+        await this.create(sessionId, plan, phases);
+      }
+      const stack = this.live.get(sessionId)!;
+      stack.users += 1;
+      stack.lastUsedMs = Date.now();
+    });
+    const agent = definition.agent;
+    let released = false;
+    return {
+      network: { name: stackNetworkName(sessionId), aliases: [agent.name] },
+      volumeMounts: agent.mounts.flatMap((mount) =>
+        mount.kind === 'volume' ? [{ volume: volumeName(sessionId, mount.volume), containerPath: mount.containerPath, readOnly: mount.readOnly }] : [],
+      ),
+      environment: agent.environment,
+      release: async () => {
+        if (released) return;
+        released = true;
+        const stack = this.live.get(sessionId);
+        if (stack) {
+          stack.users -= 1;
+          stack.lastUsedMs = Date.now();
+        }
+        if (options.ephemeral) await this.remove(sessionId);
+      },
+    };
+  }
+
+  /** Removes the session's stack (DELETE /sessions/:id); false when it had none. */
+  async remove(sessionId: string): Promise<boolean> {
+    return this.exclusive(sessionId, () => this.removeNow(sessionId));
+  }
+
+  /** Removes stacks unused for the TTL; answers how many. */
+  async sweep(now = Date.now()): Promise<number> {
+    let removed = 0;
+    for (const stack of [...this.live.values()]) {
+      if (stack.users > 0 || now - stack.lastUsedMs < this.deps.settings.ttlMs) continue;
+      await this.exclusive(stack.sessionId, async () => {
+        const current = this.live.get(stack.sessionId);
+        if (!current || current.users > 0 || now - current.lastUsedMs < this.deps.settings.ttlMs) return;
+        this.deps.log.info({ sessionId: stack.sessionId, unusedMs: now - current.lastUsedMs }, 'compose stack unused for SERVICE_COMPOSE_STACK_TTL: removed');
+        await this.removeNow(stack.sessionId);
+        removed += 1;
+      });
+    }
+    return removed;
+  }
+
+  private async exclusive<T>(sessionId: string, work: () => Promise<T>): Promise<T> {
+    const before = this.locks.get(sessionId) ?? Promise.resolve();
+    const current = before.catch(() => undefined).then(work);
+    const settled = current.catch(() => undefined);
+    this.locks.set(sessionId, settled);
+    try {
+      return await current;
+    } finally {
+      if (this.locks.get(sessionId) === settled) this.locks.delete(sessionId);
+    }
+  }
+
+  private async create(sessionId: string, plan: EnvironmentPlan, phases: RunPhases): Promise<void> {
+    const { definition } = plan;
+    const { runtime } = this.deps;
+    const labels = this.labels(sessionId);
+    try {
+      await phases.measure('compose_build', () => this.buildImages(definition, plan.buildTimeoutMs));
+      const deadline = Date.now() + plan.healthTimeoutMs;
+      await phases.measure('compose_start', async () => {
+        await runtime.createNetwork(stackNetworkName(sessionId), { ...labels, [STACK_HASH_LABEL]: definition.hash });
+        for (const volume of definition.volumes) await runtime.createVolume(volumeName(sessionId, volume), labels);
+        // Registered before any container exists: a failure below removes what was made (also after a crash, at start).
+        this.live.set(sessionId, { sessionId, hash: definition.hash, services: definition.sidecars.map((s) => s.name), users: 0, lastUsedMs: Date.now() });
+        this.countChanged();
+        for (const service of definition.sidecars) {
+          for (const dependency of service.dependsOn) {
+            await this.waitFor(sessionId, definition, dependency.service, dependency.condition, deadline, plan);
+          }
+          await this.startService(sessionId, definition, service);
+        }
+      });
+      await phases.measure('compose_healthy', () => this.waitAllReady(sessionId, definition, deadline, plan));
+    } catch (error) {
+      await this.removeNow(sessionId).catch((cleanup: unknown) => this.deps.log.error({ err: cleanup, sessionId }, 'removing a failed stack failed'));
+      throw error;
+    }
+  }
+
+  /** A live stack for a later run: stopped services are started again; then every service must be ready. */
+  private async reuse(sessionId: string, plan: EnvironmentPlan, phases: RunPhases): Promise<void> {
+    const { definition } = plan;
+    const deadline = Date.now() + plan.healthTimeoutMs;
+    await phases.measure('compose_healthy', async () => {
+      for (const service of definition.sidecars) {
+        const state = await this.deps.runtime.inspectContainer(containerName(sessionId, service.name));
+        if (!state) {
+          // A service container is gone (removed by hand): the stack is made again from scratch.
+          await this.removeNow(sessionId);
+          await this.create(sessionId, plan, phases);
+          return;
+        }
+        const finishedOneShot = !state.running && state.exit.exitCode === 0 && state.startedAtMs !== undefined;
+        if (!state.running && !finishedOneShot) await this.deps.runtime.startContainer(state.id);
+      }
+      await this.waitAllReady(sessionId, definition, deadline, plan);
+    });
+  }
+
+  private async buildImages(definition: StackDefinition, timeoutMs: number): Promise<void> {
+    for (const service of [...definition.sidecars, definition.agent]) {
+      if (service.image.kind !== 'build') continue;
+      const { image } = service;
+      const staged = await this.deps.staging.stage(`build-${definition.hash}-${service.name}`, [image.context], [true]).catch((error: unknown) => {
+        throw errors.invalid(`container.environment: services.${service.name}.build.context: ${(error as Error).message}`);
+      });
+      try {
+        await this.deps.runtime.buildImage({
+          contextDir: staged.localPaths[0]!,
+          dockerfile: image.dockerfile,
+          tag: builtImageTag(definition, service.name),
+          args: image.args,
+          ...(image.target !== undefined ? { target: image.target } : {}),
+          labels: { [STACK_BUILD_LABEL]: definition.hash },
+          timeoutMs,
+        });
+      } catch (error) {
+        if (error instanceof BuildTimeoutError) {
+          throw errors.stackFailed(`the build of service "${service.name}" did not finish within ${formatDuration(timeoutMs)} (build_timeout); it was stopped`);
+        }
+        throw errors.stackFailed(`the build of service "${service.name}" failed: ${(error as Error).message}`);
+      } finally {
+        await staged.release();
+      }
+    }
+  }
+
+  private async startService(sessionId: string, definition: StackDefinition, service: StackService): Promise<void> {
+    const { runtime, settings } = this.deps;
+    const binds = service.mounts.filter((mount) => mount.kind === 'bind');
+    const staged = await this.deps.staging.stage(
+      `stack-${sessionId}-${service.name}`,
+      binds.map((mount) => mount.hostPath),
+      binds.map((mount) => mount.readOnly),
+    ).catch((error: unknown) => {
+      throw errors.invalid(`container.environment: services.${service.name}.volumes: ${(error as Error).message}`);
+    });
+    try {
+      const spec: ServiceContainerSpec = {
+        name: containerName(sessionId, service.name),
+        image: service.image.kind === 'build' ? builtImageTag(definition, service.name) : service.image.reference,
+        ...(service.command ? { command: service.command } : {}),
+        ...(service.entrypoint ? { entrypoint: service.entrypoint } : {}),
+        env: service.environment,
+        ...(service.workingDir !== undefined ? { workdir: service.workingDir } : {}),
+        ...(service.user !== undefined ? { user: service.user } : {}),
+        ...(service.hostname !== undefined ? { hostname: service.hostname } : {}),
+        labels: { ...service.labels, ...this.labels(sessionId), [SERVICE_LABEL]: service.name },
+        bindMounts: binds.map((mount, index) => ({ hostPath: staged.hostPaths[index]!, containerPath: mount.containerPath, readOnly: mount.readOnly, options: [] })),
+        volumeMounts: service.mounts.flatMap((mount) =>
+          mount.kind === 'volume' ? [{ volume: volumeName(sessionId, mount.volume), containerPath: mount.containerPath, readOnly: mount.readOnly }] : [],
+        ),
+        network: service.noNetwork ? undefined : { name: stackNetworkName(sessionId), aliases: [service.name] },
+        ...(service.healthcheck ? { healthcheck: service.healthcheck } : {}),
+        restart: service.restart,
+        memoryBytes: service.memoryBytes ?? settings.defaultMemoryBytes,
+        cpus: service.cpus ?? settings.defaultCpus,
+        pidsLimit: settings.pidsLimit,
+        userNamespace: settings.userNamespace,
+        privileges: service.privileges,
+      };
+      const id = await runtime.createServiceContainer(spec).catch((error: unknown) => {
+        throw errors.stackFailed(`service "${service.name}" could not be created: ${(error as Error).message}`);
+      });
+      await runtime.startContainer(id).catch(async (error: unknown) => {
+        throw errors.stackFailed(`service "${service.name}" could not be started: ${(error as Error).message}${await this.logOf(id)}`);
+      });
+    } finally {
+      await staged.release();
+    }
+  }
+
+  private async waitAllReady(sessionId: string, definition: StackDefinition, deadline: number, plan: EnvironmentPlan): Promise<void> {
+    for (const service of definition.sidecars) {
+      await this.waitFor(sessionId, definition, service.name, service.healthcheck ? 'service_healthy' : 'ready', deadline, plan);
+    }
+  }
+
+  /**
+   * Waits until the service meets the condition: started (running or ended), healthy (its healthcheck
+   * passed; Berth runs it), completed successfully (ended with 0), or ready (running, or ended with 0).
+   */
+  private async waitFor(
+    sessionId: string,
+    definition: StackDefinition,
+    name: string,
+    condition: DependencyCondition | 'ready',
+    deadline: number,
+    plan: EnvironmentPlan,
+  ): Promise<void> {
+    const service = definition.sidecars.find((s) => s.name === name);
+    if (!service) return;
+    const { runtime } = this.deps;
+    const id = containerName(sessionId, name);
+    const intervalMs = Math.min(service.healthcheck?.intervalMs ?? POLL_MS, 1_000);
+    let lastHealthcheck = 0;
+    for (;;) {
+      const state = await runtime.inspectContainer(id);
+      if (!state) throw errors.stackFailed(`service "${name}" has no container`);
+      const ended = !state.running && state.startedAtMs !== undefined;
+      const restarting = service.restart === 'always' || service.restart === 'unless-stopped' || (service.restart === 'on-failure' && state.exit.exitCode !== 0);
+      if (ended && !restarting) {
+        if (condition === 'service_started') return;
+        if (state.exit.exitCode === 0 && condition !== 'service_healthy') return;
+        throw errors.stackFailed(`service "${name}" exited with code ${state.exit.exitCode}${await this.logOf(id)}`);
+      }
+      if (state.running) {
+        if (condition === 'service_started' || condition === 'ready') return;
+        if (condition === 'service_healthy' && service.healthcheck === undefined) {
+          throw errors.stackFailed(`service "${name}" is depended on with condition service_healthy but has no healthcheck`);
+        }
+        if (condition === 'service_healthy' && Date.now() - lastHealthcheck >= intervalMs) {
+          lastHealthcheck = Date.now();
+          if ((await runtime.runHealthcheck(id).catch(() => 'starting' as const)) === 'healthy') return;
+        }
+      }
+      if (Date.now() >= deadline) {
+        const what = condition === 'service_completed_successfully' ? 'did not complete' : condition === 'service_healthy' ? 'did not become healthy' : 'did not start';
+        throw errors.stackFailed(`service "${name}" ${what} within ${formatDuration(plan.healthTimeoutMs)} (SERVICE_COMPOSE_HEALTH_TIMEOUT)${await this.logOf(id)}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, Math.min(POLL_MS, intervalMs)));
+    }
+  }
+
+  private async logOf(id: string): Promise<string> {
+    const tail = (await this.deps.runtime.logTail(id, LOG_TAIL_LINES).catch(() => '')).trim();
+    return tail === '' ? '; it logged nothing' : `; the end of its log:\n${tail}`;
+  }
+
+  private labels(sessionId: string): Record<string, string> {
+    return { [STACK_LABEL]: sessionId, [STACK_INSTANCE_LABEL]: this.deps.settings.instanceName };
+  }
+
+  private async removeNow(sessionId: string): Promise<boolean> {
+    const had = this.live.delete(sessionId);
+    const removed = await this.removeResources(sessionId);
+    this.countChanged();
+    return had || removed;
+  }
+
+  /** Every container, volume and network labelled with the session's stack (and its built images when asked). */
+  private async removeResources(sessionId: string): Promise<boolean> {
+    const { runtime, settings } = this.deps;
+    const label = `${STACK_LABEL}=${sessionId}`;
+    const containers = await runtime.listContainers(label);
+    await Promise.all(containers.map((container) => runtime.removeContainer(container.id)));
+    const volumes = await runtime.listVolumes(label);
+    for (const volume of volumes) await runtime.removeVolume(volume.name);
+    const networks = await runtime.listNetworks(label);
+    const hashes = networks.map((network) => network.labels[STACK_HASH_LABEL]).filter((hash): hash is string => hash !== undefined);
+    for (const network of networks) await runtime.removeNetwork(network.name);
+    if (settings.removeBuiltImages) {
+      for (const hash of hashes) {
+        for (const image of await runtime.listImages()) {
+          // An image another stack of the same definition still uses is kept (removeImage answers false).
+          if (image.labels[STACK_BUILD_LABEL] === hash) await runtime.removeImage(image.id).catch(() => false);
+        }
+      }
+    }
+    return containers.length + volumes.length + networks.length > 0;
+  }
+
+  private countChanged(): void {
+    this.deps.onCountChanged?.(this.live.size);
+  }
+}
