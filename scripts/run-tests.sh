@@ -22,13 +22,25 @@ if [ "$suite" = all ] || [ "$suite" = integration ]; then
   mapfile -t files < <(find test/integration -name '*.test.ts' | sort)
   node --import tsx --test --test-concurrency=1 --test-timeout=600000 "${files[@]}" || status=1
   # Nothing a test Berth starts may outlive it: containers, its key secrets, its Podman service.
-  for label in berth.instance berth.image-tree berth.probe; do
+  for label in berth.instance berth.image-tree berth.probe berth.stack; do
     left=$(podman ps -a --filter "label=$label" --format '{{.Names}}' | wc -l)
     if [ "$left" -gt 0 ]; then
       echo "LEAK: $left container(s) labelled $label left after the tests:"; podman ps -a --filter "label=$label"
       status=1
     fi
   done
+  # Compose stacks: their networks and volumes too.
+  for kind in network volume; do
+    left=$(podman "$kind" ls --filter label=berth.stack --quiet | wc -l)
+    if [ "$left" -gt 0 ]; then
+      echo "LEAK: $left ${kind}(s) of compose stacks left after the tests:"; podman "$kind" ls --filter label=berth.stack
+      status=1
+    fi
+  done
+  if runc list --quiet | grep -q '^buildah-'; then
+    echo "LEAK: image build steps still running:"; runc list
+    status=1
+  fi
   secrets=$(podman secret ls --format '{{.Name}}' | grep -c '^berth-offline-model-key-test-' || true)
   if [ "$secrets" -gt 0 ]; then
     echo "LEAK: $secrets offline-model key secret(s) of test instances left:"; podman secret ls

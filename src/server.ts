@@ -172,6 +172,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       instanceId: config.instanceName,
       pidsLimit: config.agent.pidsLimit,
       network: config.agent.network,
+      agentNetworkGateway: (await runtime.networkGateways(config.agent.network))[0],
       // Rootful Podman maps container ids into SERVICE_AGENT_USERNS_BASE…; rootless Podman already does.
       userNamespace:
         process.getuid?.() === 0

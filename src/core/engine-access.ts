@@ -33,7 +33,8 @@ export type StartOfflineModel = (apiKey: string) => Promise<OfflineModelHandle>;
 
 const DEFAULT_BASE_URL = 'https://api.anthropic.com';
 /** Containers reach the host under this name on Podman's default network. */
-const HOST_FROM_CONTAINER = 'host.containers.internal';
+/** How a container names the host (Podman's /etc/hosts entry). */
+export const HOST_FROM_CONTAINER = 'host.containers.internal';
 
 export class EngineAccess {
   private state: EngineAccessState;

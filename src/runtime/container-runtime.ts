@@ -80,6 +80,8 @@ export interface ContainerSpec {
   readonly interactive?: boolean;
   /** A compose stack's network, joined besides `network`. */
   readonly stackNetwork?: NetworkAttachment;
+  /** /etc/hosts entries that win over Podman's own (e.g. which gateway host.containers.internal is). */
+  readonly hostEntries?: readonly { readonly host: string; readonly address: string }[];
   readonly volumeMounts?: readonly VolumeMountSpec[];
 }
 
@@ -288,6 +290,8 @@ export interface ContainerRuntime {
   searchImages(term: string, options: { readonly limit: number; readonly tlsVerify: boolean }): Promise<RegistrySearchResult[]>;
   /** The subnets (CIDR) of a network, e.g. ["10.88.0.0/16"]; empty for `none` or a network without any. */
   networkSubnets(name: string): Promise<string[]>;
+  /** The gateway addresses of a network (empty for `none`). */
+  networkGateways(name: string): Promise<string[]>;
   createServiceContainer(spec: ServiceContainerSpec): Promise<string>;
   /** Runs the container's healthcheck once, now, and answers the status it leaves. */
   runHealthcheck(id: string): Promise<HealthStatus>;

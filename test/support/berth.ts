@@ -8,7 +8,11 @@ import { randomBytes } from 'node:crypto';
 import pino from 'pino';
 import { loadConfig, type Config } from '../../src/config.js';
 import { startBerth, type RunningBerth } from '../../src/server.js';
-import { INSTANCE_LABEL } from '../../src/runtime/container-runtime.js';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { INSTANCE_LABEL, STACK_INSTANCE_LABEL } from '../../src/runtime/container-runtime.js';
+
+const exec = promisify(execFile);
 import { traceFields } from '../../src/logging.js';
 
 export interface TestBerth {
@@ -20,6 +24,18 @@ export interface TestBerth {
   /** Agent containers of this instance that still exist. */
   leftovers(): Promise<string[]>;
   stop(): Promise<void>;
+}
+
+/** Removes every container, volume and network of an instance's compose stacks (podman CLI). */
+export async function removeStacksOf(instance: string): Promise<void> {
+  const filter = `label=${STACK_INSTANCE_LABEL}=${instance}`;
+  const names = async (args: string[]) => (await exec('podman', args)).stdout.split('\n').filter(Boolean);
+  const containers = await names(['ps', '-a', '--filter', filter, '--format', '{{.ID}}']);
+  if (containers.length > 0) await exec('podman', ['rm', '--force', '--volumes', ...containers]);
+  const volumes = await names(['volume', 'ls', '--filter', filter, '--format', '{{.Name}}']);
+  if (volumes.length > 0) await exec('podman', ['volume', 'rm', '--force', ...volumes]);
+  const networks = await names(['network', 'ls', '--filter', filter, '--format', '{{.Name}}']);
+  if (networks.length > 0) await exec('podman', ['network', 'rm', '--force', ...networks]);
 }
 
 /** The configuration of a test Berth: no auth or rate limit, ephemeral ports, state under `dir`. */
@@ -81,6 +97,9 @@ export async function startTestBerth(env: Record<string, string> = {}, options: 
       if (stopped) return;
       stopped = true;
       await berth.stop();
+      // Compose stacks outlive a stop (they belong to sessions); when this test Berth's sessions go with its
+      // directory, its stacks go too, as the next start of the instance would remove them.
+      if (config.agent.sessionsDir.startsWith(`${dir}/`)) await removeStacksOf(instance);
       await rm(dir, { recursive: true, force: true });
     },
   };

@@ -263,8 +263,11 @@ export class Stacks {
       const staged = await this.deps.staging.stage(`build-${definition.hash}-${service.name}`, [image.context], [true]).catch((error: unknown) => {
         throw errors.invalid(`container.environment: services.${service.name}.build.context: ${(error as Error).message}`);
       });
+      // A build re-tags the image; the image the tag named before (another stack's build of the same
+      // definition) is removed when nothing uses it any more, so rebuilding leaves no untagged images.
+      const previous = await this.deps.runtime.inspectImage(builtImageTag(definition, service.name));
       try {
-        await this.deps.runtime.buildImage({
+        const built = await this.deps.runtime.buildImage({
           contextDir: staged.localPaths[0]!,
           dockerfile: image.dockerfile,
           tag: builtImageTag(definition, service.name),
@@ -273,6 +276,7 @@ export class Stacks {
           labels: { [STACK_BUILD_LABEL]: definition.hash },
           timeoutMs,
         });
+        if (previous && previous.id !== built) await this.deps.runtime.removeImage(previous.id).catch(() => false);
       } catch (error) {
         if (error instanceof BuildTimeoutError) {
           throw errors.stackFailed(`the build of service "${service.name}" did not finish within ${formatDuration(timeoutMs)} (build_timeout); it was stopped`);

@@ -3,7 +3,7 @@
 // (held mounted by Berth) read-only at /opt/claude, the credential and secrets as files, Berth's labels, and the input files to upload.
 import type { RunPlan } from '../run-plan.js';
 import type { PreparedSession } from '../sessions/session-store.js';
-import type { EngineAccess } from '../engine-access.js';
+import { HOST_FROM_CONTAINER, type EngineAccess } from '../engine-access.js';
 import type { ContainerSpec, UserNamespace } from '../../runtime/container-runtime.js';
 import { INSTANCE_LABEL, RUN_LABEL } from '../../runtime/container-runtime.js';
 import { buildEngineInvocation } from '../../engine/command.js';
@@ -22,6 +22,12 @@ export interface EngineContainerSettings {
   readonly instanceId: string;
   readonly pidsLimit: number;
   readonly network: string;
+  /**
+   * The agent network's gateway: with a compose stack's network joined too, Podman may point
+   * host.containers.internal (where the offline model listens) at the stack network's gateway, whose
+   * clients the offline model refuses; the engine container gets this one instead.
+   */
+  readonly agentNetworkGateway?: string;
   readonly userNamespace: UserNamespace;
   readonly workdirAutoCreate: boolean;
   readonly inputs: RunInputs;
@@ -90,6 +96,9 @@ export function engineContainer(
     userNamespace: settings.userNamespace,
     ...(interactive ? { interactive: true } : {}),
     ...(options.stack ? { stackNetwork: options.stack.network, volumeMounts: options.stack.volumeMounts } : {}),
+    ...(options.stack && settings.agentNetworkGateway !== undefined
+      ? { hostEntries: [{ host: HOST_FROM_CONTAINER, address: settings.agentNetworkGateway }] }
+      : {}),
   };
   const inputFiles = Object.entries(invocation.inputFiles).map(([name, content]) => ({ name, content }));
   return { spec, inputFiles };

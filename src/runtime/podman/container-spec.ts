@@ -25,6 +25,7 @@ export function toSpecGenerator(spec: ContainerSpec): Record<string, unknown> {
     no_new_privileges: true,
     privileged: false,
     ...networks(spec.network === 'none' ? [] : [{ name: spec.network, aliases: [] }], spec.stackNetwork),
+    ...(spec.hostEntries && spec.hostEntries.length > 0 ? { hostadd: spec.hostEntries.map((entry) => `${entry.host}:${entry.address}`) } : {}),
     ...userNamespace(spec.userNamespace),
     pidns: { nsmode: 'private' },
     ipcns: { nsmode: 'private' },

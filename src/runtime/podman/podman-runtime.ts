@@ -312,6 +312,12 @@ export class PodmanRuntime implements ContainerRuntime {
     return (network.subnets ?? []).map((s) => s.subnet);
   }
 
+  async networkGateways(name: string): Promise<string[]> {
+    if (name === 'none') return [];
+    const network = await this.client.json<{ subnets?: { gateway?: string }[] | null }>(`/networks/${encodeURIComponent(name)}/json`);
+    return (network.subnets ?? []).flatMap((s) => (s.gateway ? [s.gateway] : []));
+  }
+
   async secretExists(name: string): Promise<boolean> {
     // Podman resolves a secret by name, by full id or by a unique id prefix; only an exact name counts here,
     // or `secrets_env: {"X": "3"}` would reach whichever secret's id starts with 3 (Berth's own included).
