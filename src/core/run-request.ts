@@ -68,12 +68,16 @@ export const LifecycleSchema = Type.Object(
 
 export const ComposeEnvironmentSchema = Type.Object(
   {
-    type: Type.Literal('compose'),
-    path: Type.String(),
-    service: Type.String(),
-    build_timeout: Type.Optional(Type.String()),
+    type: Type.Literal('compose', { description: 'The only type.' }),
+    path: Type.String({ maxLength: 4096, description: 'The compose file on the host; it must lie under SERVICE_AGENT_ALLOWED_VOLUMES. Its .env beside it feeds interpolation.' }),
+    service: Type.String({ maxLength: 63, description: 'The service the engine runs in (its image, environment, volumes and working_dir).' }),
+    build_timeout: Type.Optional(Type.String({ description: 'Time the stack\'s image builds may take, e.g. 15m; default and maximum SERVICE_COMPOSE_BUILD_TIMEOUT.' })),
   },
-  { additionalProperties: false, description: 'Compose environment: not supported in this version (400).' },
+  {
+    additionalProperties: false,
+    description:
+      'Compose environment: the run\'s session gets a stack of the file\'s services (one per session, reused by its later runs, a fork gets its own), every service healthy before the engine starts in `service`. Refused (400): privileged services, host network/PID/IPC, bind mounts and weakening security options unless the server allows them, unsupported keys (named). See docs/compose.md.',
+  },
 );
 
 export const ContainerOptionsSchema = Type.Object(

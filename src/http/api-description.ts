@@ -53,5 +53,7 @@ listed in SERVICE_RATE_LIMIT_TRUSTED_PROXIES.
   \`limit\` and tells with \`has_more\` whether messages follow.
 - A prompt over SERVICE_MAX_PROMPT_BYTES (1 MiB by default) is 413, like a body over SERVICE_MAX_BODY_BYTES
   (2 MiB).
-- Compose environments (\`container.environment\`) are not supported in this version: 400.
+- Compose environments (\`container.environment\`): a session's stack outlives the run (and a restart of
+  Berth); it is removed with the session (\`DELETE /sessions/:id\`) or after SERVICE_COMPOSE_STACK_TTL unused.
+  A service that does not become healthy in time fails the run with 500, naming it.
 - An agent deleted while still \`starting\` is stopped like any other (204).`;

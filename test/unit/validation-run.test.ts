@@ -200,8 +200,8 @@ describe('validateRunRequest: refusals name the field', () => {
     ['bad webhook', { prompt: 'x', webhook_url: 'ftp://x' }, /^webhook_url: scheme "ftp" is not allowed/],
     ['workdir traversal', { prompt: 'x', workdir: '/workspace/../etc' }, /^workdir: "\/workspace\/\.\.\/etc" must not contain "\.\." segments$/],
     ['blocked workdir', { prompt: 'x', workdir: '/etc/x' }, /^workdir: "\/etc\/x" cannot be the working directory: it is under \/etc, which is blocked$/],
-    ['compose', { prompt: 'x', container: { environment: { type: 'compose', path: '/x', service: 's' } } },
-      'container.environment: compose environments are not supported by this Berth version'],
+    ['compose file outside the allowlist', { prompt: 'x', container: { environment: { type: 'compose', path: '/x', service: 's' } } },
+      'container.environment.path: host path "/x" is not in SERVICE_AGENT_ALLOWED_VOLUMES'],
     ['empty hook', { prompt: 'x', container: { lifecycle: { post_start: [''] } } }, 'container.lifecycle.post_start[0]: is empty'],
     ['volume outside the allowlist', { prompt: 'x', container: { volumes: ['/etc:/mnt'] } },
       'container.volumes[0]: host path "/etc" is not in SERVICE_AGENT_ALLOWED_VOLUMES'],
@@ -279,5 +279,58 @@ describe('engine.json_schema as a JSON string', () => {
     for (const bad of ['{"type":', '[1,2]', '"text"', 'null']) {
       await assert.rejects(validateRunRequest({ prompt: 'x', engine: { json_schema: bad } }, context()), refused(/engine\.json_schema/));
     }
+  });
+});
+
+describe('validateRunRequest: compose environments', () => {
+  const files: Record<string, string> = {
+    '/data/project/compose.yaml': [
+      'services:',
+      '  app:',
+      '    image: localhost/berth-agent:test',
+      '    working_dir: /src',
+      '    environment: [ "DB_HOST=${DB:-db}" ]',
+      '    volumes: [ "./src:/src:ro", "cache:/cache" ]',
+      '  db:',
+      '    image: python:3',
+      'volumes:',
+      '  cache: {}',
+    ].join('\n'),
+    '/data/project/.env': 'DB=database\n',
+  };
+  const withFiles = (config: Config): ValidationContext => ({
+    ...context({ config }),
+    readFile: async (path) => (files[path] === undefined ? undefined : Buffer.from(files[path]!)),
+  });
+  const hostVolumes = () => testConfig({ SERVICE_COMPOSE_ALLOW_HOST_VOLUMES: 'true' });
+  const request = (extra: Record<string, unknown> = {}): RunRequest => ({
+    prompt: 'x',
+    container: { environment: { type: 'compose', path: '/data/project/compose.yaml', service: 'app', ...extra } },
+  });
+
+  it('plans the agent service: its image, working directory, bind mounts as volumes, and the stack', async () => {
+    const plan = await validateRunRequest(request(), withFiles(hostVolumes()));
+    assert.equal(plan.container.image, 'localhost/berth-agent:test');
+    assert.equal(plan.workdir, '/src');
+    assert.deepEqual(plan.container.volumes, [{ hostPath: '/data/project/src', containerPath: '/src', readOnly: true, options: [] }]);
+    assert.equal(plan.container.environment?.definition.agent.environment.DB_HOST, 'database');
+    assert.deepEqual(plan.container.environment?.definition.sidecars.map((s) => s.name), ['db']);
+    assert.equal(plan.container.environment?.buildTimeoutMs, 15 * 60_000);
+  });
+
+  it('refuses what configuration does not allow, images outside the allowlist, blocked paths and variables', async () => {
+    await assert.rejects(validateRunRequest(request(), withFiles(testConfig())), refused(/bind mounts of host paths are refused on this server/));
+    files['/data/project/bad-image.yaml'] = 'services:\n  app:\n    image: localhost/berth-agent:test\n  db:\n    image: node:20\n';
+    await assert.rejects(
+      validateRunRequest(request({ path: '/data/project/bad-image.yaml' }), withFiles(testConfig())),
+      refused(/container\.environment: services\.db\.image "node:20" is not allowed/),
+    );
+    files['/data/project/etc.yaml'] = 'services:\n  app:\n    image: localhost/berth-agent:test\n    volumes: ["v:/etc/x"]\nvolumes:\n  v: {}\n';
+    await assert.rejects(validateRunRequest(request({ path: '/data/project/etc.yaml' }), withFiles(testConfig())), refused(/services\.app\.volumes\[0\]: container path "\/etc\/x" cannot be mounted on/));
+    files['/data/project/preload.yaml'] = 'services:\n  app:\n    image: localhost/berth-agent:test\n    environment: { LD_PRELOAD: /x.so }\n';
+    await assert.rejects(validateRunRequest(request({ path: '/data/project/preload.yaml' }), withFiles(testConfig())), refused(/environment\.LD_PRELOAD is blocked/));
+    await assert.rejects(validateRunRequest(request({ path: '/data/project/missing.yaml' }), withFiles(testConfig())), refused(/container\.environment\.path: "\/data\/project\/missing\.yaml" does not exist/));
+    await assert.rejects(validateRunRequest(request({ build_timeout: '1h' }), withFiles(hostVolumes())), refused(/build_timeout: "1h" is above this server's maximum of 15m/));
+    await assert.rejects(validateRunRequest(request({ build_timeout: 'soon' }), withFiles(hostVolumes())), refused(/build_timeout: "soon" is not a duration/));
   });
 });

@@ -45,6 +45,7 @@ export async function validateRunRequest(request: RunRequest, context: Validatio
   checkModel(engine.model);
   const session = sessionIntent(engine);
   const webhookUrl = checkWebhookUrl(request.webhook_url);
+  const requestWorkdir = request.workdir === undefined ? undefined : validateWorkdir(request.workdir);
   if (container.environment !== undefined && container.image !== undefined) {
     throw errors.invalid('container.image: cannot be combined with container.environment; the engine runs in the image of the environment\'s service');
   }
@@ -65,8 +66,8 @@ export async function validateRunRequest(request: RunRequest, context: Validatio
   }
   const environment = container.environment && await validateEnvironment(container.environment, { config, fs, readFile: context.readFile ?? readPinnedFile });
   const agentService = environment?.definition.agent;
-  const workdir = request.workdir !== undefined
-    ? validateWorkdir(request.workdir)
+  const workdir = requestWorkdir !== undefined
+    ? requestWorkdir
     : agentService?.workingDir !== undefined
       ? validateWorkdir(agentService.workingDir, `container.environment: services.${agentService.name}.working_dir`)
       : validateWorkdir(config.agent.defaultWorkdir, 'SERVICE_AGENT_DEFAULT_WORKDIR');
