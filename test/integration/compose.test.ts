@@ -101,7 +101,7 @@ describe('a Redis stack', () => {
   it('the engine reaches the cache by service name; resume reuses the stack, fork gets its own, delete removes everything', async () => {
     const path = await withAgentBuild('redis', redisStack());
     const first = await t.request('POST', '/run', {
-      prompt: 'run: redis-cli -h "$CACHE_HOST" ping && redis-cli -h cache set answer 42 && cat /built-marker && id -un',
+      prompt: 'run: redis-cli -h "$CACHE_HOST" ping && redis-cli -h cache set answer 42 && cat /built-marker && echo from-run-1 > /shared/note',
       container: { environment: environment(path) },
     });
     assert.equal(first.status, 200, JSON.stringify(first.body));
@@ -116,14 +116,15 @@ describe('a Redis stack', () => {
     assert.equal(entry.stack.in_use, false);
     assert.equal((await t.request('GET', '/sessions')).status, 200);
 
-    // The same stack: the value written by run 1 is there, and the shared volume written now is seen by the cache.
+    // The same stack: the value run 1 wrote into the cache is there, and so is its file on the stack's volume.
     const second = await t.request('POST', '/run', {
-      prompt: 'run: redis-cli -h cache get answer',
+      prompt: 'run: redis-cli -h cache get answer && cat /shared/note',
       engine: { session_id: sessionId, resume: true },
       container: { environment: environment(path) },
     });
     assert.equal(second.status, 200, JSON.stringify(second.body));
     assert.match(second.body.output, /42/);
+    assert.match(second.body.output, /from-run-1/);
 
     const fork = await t.request('POST', '/run', {
       prompt: 'run: echo "[$(redis-cli -h cache get answer)]"',

@@ -5,11 +5,11 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestBerth, type TestBerth } from '../support/berth.js';
 import { mixedModes, percentile, runLoad } from '../support/load.js';
-import { RUN_PHASES } from '../../src/core/runs/run-phases.js';
+import { OPTIONAL_PHASES, RUN_PHASES } from '../../src/core/runs/run-phases.js';
 
 const TOTAL = 48;
 const CONCURRENCY = 8;
-const EVERY_RUN_PHASE = RUN_PHASES.filter((phase) => phase !== 'queue');
+const EVERY_RUN_PHASE = RUN_PHASES.filter((phase) => !OPTIONAL_PHASES.has(phase));
 
 describe('concurrent load', () => {
   let t: TestBerth;

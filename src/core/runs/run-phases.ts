@@ -29,6 +29,9 @@ export const RUN_PHASES = [
 
 export type RunPhase = (typeof RUN_PHASES)[number];
 
+/** Phases only some runs have: async jobs queue, runs with a compose environment bring up its stack. */
+export const OPTIONAL_PHASES: ReadonlySet<RunPhase> = new Set(['queue', 'compose_build', 'compose_start', 'compose_healthy']);
+
 export type PhaseDurations = Partial<Record<RunPhase, number>>;
 
 /** When a phase ran, in epoch milliseconds (for trace spans). */
