@@ -83,6 +83,11 @@ export interface Config {
   readonly jobs: {
     readonly retentionMs: number;
   };
+  /** Pre-started engines for runs like the default request (core/pool). */
+  readonly pool: {
+    readonly size: number;
+    readonly maxAgeMs: number;
+  };
   /** Compose environments (container.environment; docs/compose.md). */
   readonly compose: {
     /** Sidecar services may be privileged, add capabilities, devices or weakening security options. */
@@ -410,6 +415,10 @@ export function loadConfig(env: Env = process.env): Config {
     },
     jobs: {
       retentionMs: read.duration('SERVICE_JOB_RETENTION', '7d'),
+    },
+    pool: {
+      size: read.int('SERVICE_POOL_SIZE', 2, 0, 64),
+      maxAgeMs: read.duration('SERVICE_POOL_MAX_AGE', '10m'),
     },
     compose: {
       allowPrivileged: read.bool('SERVICE_COMPOSE_ALLOW_PRIVILEGED', false),

@@ -25,6 +25,8 @@ import { reapLeftovers } from './core/reaper.js';
 import { SessionStore } from './core/sessions/session-store.js';
 import { SessionService } from './core/sessions/session-service.js';
 import { Stacks } from './core/compose/stacks.js';
+import { EnginePool } from './core/pool/engine-pool.js';
+import { validateRunRequest } from './core/validation/validate-run.js';
 import { registerSessionRoutes } from './http/routes/sessions.js';
 import { EngineAccess } from './core/engine-access.js';
 import { ImageCheck } from './core/runs/image-check.js';
@@ -55,6 +57,7 @@ export interface RunningBerth {
   readonly metricsUrl: string;
   readonly runtime: PodmanRuntime;
   readonly engineAccess: EngineAccess;
+  readonly pool: EnginePool;
   stop(): Promise<void>;
 }
 
@@ -208,14 +211,37 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     cleanups.push(async () => stacks.stop());
     const webhookDestinations = new DestinationPolicy(config.webhooks.allowedHosts);
     const executor = new RunExecutor({ ...containerSettings, runtime, volumeStaging, log: logger });
+    const slots = new ContainerSlots({ total: config.maxContainers, perCaller: config.maxContainersPerCaller });
+    const images = new ImageCheck(runtime, config.agent.mountEngine ? 'mounted' : 'in-image');
+    // Pre-started engines for runs like the default request; removed at stop before the runs drain.
+    const pool = new EnginePool({
+      settings: config.pool,
+      runtime,
+      sessions,
+      container: containerSettings,
+      slots,
+      template: await validateRunRequest({ prompt: 'pooled engine' }, { config, secretExists: async () => true }),
+      engineBinary: () => images.engineBinary(config.agent.image),
+      log: logger,
+      observer: {
+        size: (ready) => metrics.poolReady.set(ready),
+        hit: (ms) => {
+          metrics.poolHits.inc();
+          metrics.poolClaim.observe(ms / 1000);
+        },
+        miss: (reason) => metrics.poolMisses.inc({ reason }),
+        refilled: (ms) => metrics.poolRefill.observe(ms / 1000),
+      },
+    });
     const runs = new RunService({
       config,
       runtime,
       sessions,
-      images: new ImageCheck(runtime, config.agent.mountEngine ? 'mounted' : 'in-image'),
+      images,
       executor,
       engineAccess,
-      slots: new ContainerSlots({ total: config.maxContainers, perCaller: config.maxContainersPerCaller }),
+      slots,
+      pool,
       webhookDestinations,
       log: logger,
       shutdownSignal: shutdown.signal,
@@ -252,9 +278,11 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     await jobs.start();
 
     stopFirst.push(async () => {
+      await pool.close();
       shutdown.abort();
       await runs.drain();
     });
+    await pool.start();
 
     // Persistent agents: one container each, stopped (and removed) at shutdown before the listener closes.
     const agents = new AgentService({
@@ -325,6 +353,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       metricsUrl: `http://${config.metricsAddress.host}:${metricsServer.port}/metrics`,
       runtime: podman,
       engineAccess,
+      pool,
       stop: stopAll,
     };
   } catch (error) {

@@ -68,12 +68,19 @@ export function buildEngineInvocation(options: {
    * there is no prompt file, no title hook and no partial-message events; options.prompt is ignored.
    */
   interactive?: boolean;
+  /**
+   * A pre-started engine of the pool (core/pool): like a one-shot run of a new session, but the one prompt
+   * arrives later on stdin as a stream-json line; the title hook is installed and its file is written
+   * when the engine is claimed (options.prompt is ignored).
+   */
+  pooled?: boolean;
 }): EngineInvocation {
   const { engine, session } = options;
-  const interactive = options.interactive === true;
-  const args: string[] = interactive
+  const pooled = options.pooled === true;
+  const interactive = options.interactive === true || pooled;
+  const args: string[] = options.interactive === true
     ? [options.engineBinary, '-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose']
-    : [options.engineBinary, '-p', '--output-format', 'stream-json', '--verbose', '--include-partial-messages'];
+    : [options.engineBinary, '-p', ...(pooled ? ['--input-format', 'stream-json'] : []), '--output-format', 'stream-json', '--verbose', '--include-partial-messages'];
   const inputFiles: Record<string, string> = interactive ? {} : { prompt: options.prompt };
 
   switch (session.kind) {
@@ -81,6 +88,10 @@ export function buildEngineInvocation(options: {
       args.push('--session-id', session.sessionId);
       // A new session is titled from its first prompt (session-title.ts); resumed and forked sessions
       // keep the title their transcript already has.
+      if (pooled) {
+        args.push('--settings', TITLE_HOOK_SETTINGS);
+        break;
+      }
       const title = interactive ? undefined : deriveSessionTitle(options.prompt);
       if (title !== undefined) {
         inputFiles[TITLE_FILE_NAME] = titleHookOutput(title);

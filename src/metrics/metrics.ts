@@ -35,6 +35,12 @@ export interface Metrics {
   readonly containersRunning: Gauge;
   /** Compose stacks that exist (container.environment). */
   readonly composeStacks: Gauge;
+  readonly poolReady: Gauge;
+  readonly poolHits: Counter;
+  /** Label: reason (core/pool/pool-match.ts MissReason). */
+  readonly poolMisses: Counter<'reason'>;
+  readonly poolClaim: Histogram;
+  readonly poolRefill: Histogram;
   /** Label: status (a job status). */
   readonly jobs: Gauge<'status'>;
   /** Label: status (an agent status). */
@@ -88,6 +94,34 @@ export function createMetrics(): Metrics {
       help: 'Time runs spend in each phase (validate, image_check, session, queue, compose_build, compose_start, compose_healthy, create, start, first_output, engine_exit, remove).',
       labelNames: ['phase'],
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800],
+      registers,
+    }),
+    poolReady: new Gauge({
+      name: `${PREFIX}pool_ready`,
+      help: 'Pre-started engines ready to be claimed (SERVICE_POOL_SIZE).',
+      registers,
+    }),
+    poolHits: new Counter({
+      name: `${PREFIX}pool_hits_total`,
+      help: 'Runs that took a pre-started engine.',
+      registers,
+    }),
+    poolMisses: new Counter({
+      name: `${PREFIX}pool_misses_total`,
+      help: 'Runs that did not take a pre-started engine, by reason (session, image, workdir, volumes, secrets, limits, lifecycle, environment, engine_options, untitled, empty, stale).',
+      labelNames: ['reason'],
+      registers,
+    }),
+    poolClaim: new Histogram({
+      name: `${PREFIX}pool_claim_seconds`,
+      help: 'Time to hand a pre-started engine to a run.',
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25],
+      registers,
+    }),
+    poolRefill: new Histogram({
+      name: `${PREFIX}pool_refill_seconds`,
+      help: 'Time to start one pre-started engine.',
+      buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
       registers,
     }),
     composeStacks: new Gauge({

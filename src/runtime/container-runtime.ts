@@ -309,6 +309,8 @@ export interface ContainerRuntime {
   removeVolume(name: string): Promise<void>;
   listVolumes(label: string): Promise<LabelledObject[]>;
   secretExists(name: string): Promise<boolean>;
+  /** The id of the secret of exactly this name (a secret removed and created again has a new one). */
+  secretId(name: string): Promise<string | undefined>;
   listSecrets(): Promise<string[]>;
   createSecret(name: string, value: string): Promise<void>;
   removeSecret(name: string): Promise<void>;

@@ -5,11 +5,13 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestBerth, type TestBerth } from '../support/berth.js';
 import { mixedModes, percentile, runLoad } from '../support/load.js';
-import { OPTIONAL_PHASES, RUN_PHASES } from '../../src/core/runs/run-phases.js';
+import { CONTAINER_PHASES, OPTIONAL_PHASES, RUN_PHASES } from '../../src/core/runs/run-phases.js';
 
 const TOTAL = 48;
 const CONCURRENCY = 8;
-const EVERY_RUN_PHASE = RUN_PHASES.filter((phase) => !OPTIONAL_PHASES.has(phase));
+// A run's container is made for it (create, start) or taken from the pool (claim): either set, not both.
+const CONTAINER_PHASE_NAMES = new Set<string>([...CONTAINER_PHASES.created, ...CONTAINER_PHASES.pooled]);
+const EVERY_RUN_PHASE = RUN_PHASES.filter((phase) => !OPTIONAL_PHASES.has(phase) && !CONTAINER_PHASE_NAMES.has(phase));
 
 describe('concurrent load', () => {
   let t: TestBerth;
@@ -41,6 +43,9 @@ describe('concurrent load', () => {
         `run ${String(record.runId)} logged phases ${JSON.stringify(phases)}`,
       );
       if (record.mode === 'async') assert.equal(typeof phases.queue, 'number', 'an async run logs its queue time');
+      const made = CONTAINER_PHASES.created.every((phase) => typeof phases[phase] === 'number');
+      const pooled = typeof phases.claim === 'number' && phases.create === undefined;
+      assert.ok(made || pooled, `run ${String(record.runId)} logged neither create+start nor a claim: ${JSON.stringify(phases)}`);
     }
 
     const metrics = await (await fetch(t.berth.metricsUrl)).text();

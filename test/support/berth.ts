@@ -21,7 +21,7 @@ export interface TestBerth {
   readonly url: string;
   readonly dir: string;
   request(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
-  /** Agent containers of this instance that still exist. */
+  /** Agent containers of this instance that still exist (engines ready in the pool are not counted). */
   leftovers(): Promise<string[]>;
   stop(): Promise<void>;
 }
@@ -90,8 +90,10 @@ export async function startTestBerth(env: Record<string, string> = {}, options: 
       return { status: response.status, body: parsed, headers: response.headers };
     },
     async leftovers() {
+      // Pre-started engines waiting in the pool belong to no run: they are not left over.
+      const pooled = new Set(berth.pool.readyContainers());
       const containers = await berth.runtime.listContainers(`${INSTANCE_LABEL}=${instance}`);
-      return containers.map((c) => c.names[0] ?? c.id);
+      return containers.filter((c) => !pooled.has(c.id)).map((c) => c.names[0] ?? c.id);
     },
     async stop() {
       if (stopped) return;

@@ -44,3 +44,22 @@ test('waiters get freed slots in arrival order, only when their own limit allows
   assert.deepEqual(order, ['carol aborted', 'dave', 'alice']);
   assert.equal(slots.inUse, 2);
 });
+
+test('a pooled engine\'s slot goes to a run when the server is otherwise full, and only then', () => {
+  const slots = new ContainerSlots({ total: 2, perCaller: 2 });
+  const reclaimed: string[] = [];
+  const pooled = slots.takeReclaimable('pool', () => reclaimed.push('a'))!;
+  assert.ok(pooled);
+  const first = slots.take('alice');
+  assert.deepEqual(reclaimed, [], 'a free slot is used first');
+  assert.equal(slots.takeReclaimable('pool', () => reclaimed.push('b')), undefined, 'the pool gets no slot from a full server');
+  const second = slots.take('bob');
+  assert.deepEqual(reclaimed, ['a'], 'the pooled engine gave its slot');
+  assert.equal(slots.inUse, 2);
+  assert.throws(() => slots.take('carol'), /server at capacity/);
+  pooled.release();
+  assert.equal(slots.inUse, 2, 'releasing a reclaimed slot again changes nothing');
+  first.release();
+  second.release();
+  assert.equal(slots.inUse, 0);
+});

@@ -23,11 +23,32 @@ export class ContainerSlots {
   private total = 0;
   private readonly byOwner = new Map<string, number>();
   private readonly waiters: Waiter[] = [];
+  /** Slots held by pre-started engines (core/pool): given up to a run when the server is otherwise full. */
+  private readonly reclaimable: { readonly slot: Slot; readonly reclaim: () => void }[] = [];
 
   constructor(private readonly limits: SlotLimits) {}
 
+  /**
+   * A slot that a run may take over when the server is full (`reclaim` is then called, once, and the slot
+   * is gone); undefined when there is no free slot now.
+   */
+  takeReclaimable(owner: string, reclaim: () => void): Slot | undefined {
+    if (this.fullFor(owner) !== undefined) return undefined;
+    const slot = this.grant(owner);
+    const entry = { slot, reclaim };
+    this.reclaimable.push(entry);
+    return {
+      release: () => {
+        const index = this.reclaimable.indexOf(entry);
+        if (index >= 0) this.reclaimable.splice(index, 1);
+        slot.release();
+      },
+    };
+  }
+
   /** A slot now, or the catalogue's 429 (the caller's limit) / 503 (the server's). */
   take(owner: string): Slot {
+    this.reclaimIfFull(owner);
     const full = this.fullFor(owner);
     if (full === 'caller') throw errors.tooManyContainers(this.limits.perCaller);
     if (full === 'server') throw errors.atCapacity(this.limits.total);
@@ -36,6 +57,7 @@ export class ContainerSlots {
 
   /** A slot as soon as one is free for this owner (in arrival order); rejects when the signal aborts. */
   wait(owner: string, signal: AbortSignal): Promise<Slot> {
+    this.reclaimIfFull(owner);
     if (this.fullFor(owner) === undefined && !this.waiters.some((w) => w.owner === owner)) return Promise.resolve(this.grant(owner));
     return new Promise<Slot>((resolve, reject) => {
       const waiter: Waiter = {
@@ -58,6 +80,15 @@ export class ContainerSlots {
 
   get inUse(): number {
     return this.total;
+  }
+
+  /** A full server gives a pre-started engine's slot to this owner's run (the engine is removed). */
+  private reclaimIfFull(owner: string): void {
+    if (this.fullFor(owner) !== 'server') return;
+    const entry = this.reclaimable.shift();
+    if (!entry) return;
+    entry.slot.release();
+    entry.reclaim();
   }
 
   private fullFor(owner: string): 'caller' | 'server' | undefined {

@@ -50,13 +50,16 @@ export function engineContainer(
     /** The engine executable in the container (core/runs/image-check.ts engineBinary). */
     readonly engineBinary: string;
     readonly interactive?: boolean;
+    /** A pre-started engine of the pool: stdin open for its one prompt (engine/command.ts `pooled`). */
+    readonly pooled?: boolean;
     /** The session's compose stack, when the run has an environment: its network, volumes and environment. */
     readonly stack?: Pick<StackAttachment, 'network' | 'volumeMounts' | 'environment'>;
   },
 ): EngineContainer {
   const { plan, session, volumeSources } = options;
   if (volumeSources.length !== plan.container.volumes.length) throw new Error('every volume needs its staged source');
-  const interactive = options.interactive === true;
+  const pooled = options.pooled === true;
+  const interactive = options.interactive === true || pooled;
   const access = settings.engineAccess.current();
   const invocation = buildEngineInvocation({
     engine: plan.engine,
@@ -67,7 +70,8 @@ export function engineContainer(
     offlineModel: access.offline,
     lifecycle: plan.container.lifecycle,
     engineBinary: options.engineBinary,
-    interactive,
+    interactive: options.interactive === true,
+    pooled,
   });
   const spec: ContainerSpec = {
     name: `berth-${options.id}`,

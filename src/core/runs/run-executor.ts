@@ -15,6 +15,7 @@ import { engineContainer, type EngineContainerSettings } from './engine-containe
 import type { RunPhases } from './run-phases.js';
 import { HostPathError, type StagedVolumes, type VolumeStaging } from '../../runtime/volume-staging.js';
 import type { StackAttachment } from '../compose/stacks.js';
+import type { PooledEngine } from '../pool/engine-pool.js';
 
 /** How a run ended. `crashed` covers every end the engine did not choose itself. */
 export type RunOutcome =
@@ -123,6 +124,31 @@ export class RunExecutor {
           });
       }
       await this.deps.inputs.remove(runId);
+    }
+  }
+
+  /**
+   * Runs the turn in a pre-started engine of the pool: the prompt goes to its stdin as one stream-json user
+   * message and stdin is closed (the engine exits after that turn); from there the run is supervised and
+   * its container removed exactly as for a container made for it.
+   */
+  async executePooled(context: RunContext, engine: PooledEngine): Promise<RunOutcome> {
+    const { runtime } = this.deps;
+    try {
+      return await this.watch(engine.containerId, context, context.plan.container.timeoutMs, async (stopped) => {
+        const message = { type: 'user', message: { role: 'user', content: context.plan.prompt } };
+        engine.attached.stdin.write(`${JSON.stringify(message)}\n`);
+        engine.attached.stdin.end();
+        context.phases.mark();
+        if (stopped()) await runtime.killContainer(engine.containerId);
+        context.hooks?.onContainerStarted?.(engine.containerId);
+        return { output: engine.attached.output, close: () => engine.attached.close() };
+      });
+    } finally {
+      await context.phases
+        .measure('remove', () => runtime.removeContainer(engine.containerId))
+        .catch((error: unknown) => this.deps.log.error({ err: error, runId: context.runId }, 'container removal failed; the reaper will retry at next start'));
+      await this.deps.inputs.remove(context.runId);
     }
   }
 

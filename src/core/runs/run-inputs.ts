@@ -46,6 +46,15 @@ export class RunInputs {
     }
   }
 
+  /** Adds files to an id's existing directory (a pooled engine gets its title when it is claimed). */
+  async add(id: string, files: readonly InputFileContent[]): Promise<void> {
+    for (const file of files) {
+      const path = join(this.dir, id, file.name);
+      await writeFile(path, file.content, { mode: 0o444, flag: 'wx' });
+      await chmod(path, 0o444);
+    }
+  }
+
   async remove(id: string): Promise<void> {
     await rm(join(this.dir, id), { recursive: true, force: true });
   }

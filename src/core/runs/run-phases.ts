@@ -7,6 +7,8 @@ export const RUN_PHASES = [
   'image_check',
   /** The session directory is created, found or copied (fork) and locked. */
   'session',
+  /** Taking a pre-started engine from the pool (core/pool); a run that got one skips create and start. */
+  'claim',
   /** Async jobs only: waiting for a free slot under SERVICE_MAX_CONCURRENT_RUNS. */
   'queue',
   /** Compose environments: the stack's images built (first run of a session's stack only). */
@@ -31,6 +33,9 @@ export type RunPhase = (typeof RUN_PHASES)[number];
 
 /** Phases only some runs have: async jobs queue, runs with a compose environment bring up its stack. */
 export const OPTIONAL_PHASES: ReadonlySet<RunPhase> = new Set(['queue', 'compose_build', 'compose_start', 'compose_healthy']);
+
+/** The phases in which a run gets its container: made for it, or taken from the pool. */
+export const CONTAINER_PHASES = { created: ['create', 'start'], pooled: ['claim'] } as const satisfies Record<string, readonly RunPhase[]>;
 
 export type PhaseDurations = Partial<Record<RunPhase, number>>;
 

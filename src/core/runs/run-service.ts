@@ -7,6 +7,7 @@ import { BerthError, errors } from '../../errors.js';
 import type { RunRequest } from '../run-request.js';
 import type { EnvironmentPlan, RunPlan } from '../run-plan.js';
 import type { StackAttachment, Stacks } from '../compose/stacks.js';
+import type { EnginePool, PooledEngine } from '../pool/engine-pool.js';
 import type { ContainerRuntime } from '../../runtime/container-runtime.js';
 import { validateRunRequest } from '../validation/validate-run.js';
 import type { SessionStore, PreparedSession } from '../sessions/session-store.js';
@@ -62,6 +63,8 @@ export interface RunServiceDependencies {
   readonly shutdownSignal?: AbortSignal;
   /** Compose stacks of sessions (container.environment). */
   readonly stacks?: Stacks;
+  /** Pre-started engines (SERVICE_POOL_SIZE). */
+  readonly pool?: EnginePool;
 }
 
 /** A validated run whose session is taken: what async jobs keep between acceptance and execution. */
@@ -77,6 +80,8 @@ export interface AcceptedRun {
   readonly span: Span;
   /** The engine executable inside the container (mounted, or the image's own). */
   readonly engineBinary: string;
+  /** The pre-started engine the run claimed, when it matched the pool. */
+  readonly pooled?: PooledEngine;
 }
 
 export function newRunId(): string {
@@ -146,6 +151,7 @@ export class RunService {
 
   /** Gives up an accepted run that will not be executed: its session and its slot. */
   async abandon(accepted: AcceptedRun): Promise<void> {
+    if (accepted.pooled) await this.deps.pool?.discard(accepted.pooled);
     accepted.slot.release();
     endRunSpan(accepted.span, accepted.phases, { runId: accepted.runId, sessionId: accepted.session.sessionId, mode: 'abandoned', outcome: 'abandoned' });
     await accepted.session.release();
@@ -188,6 +194,12 @@ export class RunService {
       await this.deps.images.ensureRunnable(plan.container.image);
       return this.deps.images.engineBinary(plan.container.image);
     });
+    // A run like the default request takes a pre-started engine (and its session) when one is ready.
+    const pooled = await phases.measure('claim', async () => this.deps.pool?.claim(plan, options.caller.owner));
+    if (pooled) {
+      phases.mark();
+      return { runId: pooled.runId, plan, session: pooled.session, phases, slot, engineBinary, pooled };
+    }
     const runId = newRunId();
     // The run's configuration directory is named by its run id: a later process can follow the run again.
     const session = await phases.measure('session', () =>
@@ -269,8 +281,13 @@ export class RunService {
         },
       };
       if (container) observer?.containerStarted();
+      const { pooled } = accepted;
       const outcome = await context.with(trace.setSpan(context.active(), accepted.span), () =>
-        container ? this.deps.executor.reattach(runContext, container) : this.deps.executor.execute(runContext),
+        container
+          ? this.deps.executor.reattach(runContext, container)
+          : pooled
+            ? this.deps.executor.executePooled(runContext, pooled)
+            : this.deps.executor.execute(runContext),
       );
       outcomeLabel = outcome.kind === 'crashed' ? (outcome.reason === 'signal' ? 'crashed' : outcome.reason) : outcome.kind;
       if (outcome.kind === 'crashed' && outcome.reason === 'cancelled') outcomeLabel = 'cancelled';

@@ -143,6 +143,33 @@ export class SessionStore {
     await marker.close();
   }
 
+  /** Gives a session prepared for nobody yet (a pooled engine's) to the caller that claimed it. */
+  async assignOwner(sessionId: string, owner: string): Promise<void> {
+    const path = join(this.pathOf(checkSessionUuid(sessionId)), OWNER_FILE);
+    // The directory is Berth's only; O_NOFOLLOW all the same, as for every write there.
+    const file = await open(path, constants.O_WRONLY | constants.O_TRUNC | constants.O_NOFOLLOW);
+    try {
+      await file.writeFile(owner);
+    } finally {
+      await file.close();
+    }
+  }
+
+  /** Removes the sessions of an owner that never ran (pooled engines' left by a killed process). */
+  async removeUnused(ownerPrefix: string): Promise<number> {
+    let removed = 0;
+    for (const id of await this.sessionIds()) {
+      if (this.busy.has(id)) continue;
+      const dir = join(this.root, id);
+      const owner = await readFile(join(dir, OWNER_FILE), 'utf8').catch(() => undefined);
+      if (owner?.startsWith(ownerPrefix) && (await transcriptFiles(dir, id)).length === 0) {
+        await rm(dir, { recursive: true, force: true });
+        removed += 1;
+      }
+    }
+    return removed;
+  }
+
   isBusy(sessionId: string): boolean {
     return this.busy.has(checkSessionUuid(sessionId));
   }

@@ -318,6 +318,11 @@ export class PodmanRuntime implements ContainerRuntime {
     return (network.subnets ?? []).flatMap((s) => (s.gateway ? [s.gateway] : []));
   }
 
+  async secretId(name: string): Promise<string | undefined> {
+    const secret = await this.client.jsonIfFound<LibpodSecret & { ID?: string }>(`/secrets/${encodeURIComponent(name)}/json`);
+    return secret?.Spec.Name === name ? secret.ID : undefined;
+  }
+
   async secretExists(name: string): Promise<boolean> {
     // Podman resolves a secret by name, by full id or by a unique id prefix; only an exact name counts here,
     // or `secrets_env: {"X": "3"}` would reach whichever secret's id starts with 3 (Berth's own included).

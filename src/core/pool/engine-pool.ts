@@ -1,0 +1,307 @@
+// A pool of pre-started engines: containers created exactly as a run of the default request would be
+// (image, engine mount, credential, limits, network, hardening, labels, a fresh session with a pre-chosen
+// id, the title hook), each with the engine already running and waiting on stdin for one stream-json
+// prompt. A matching run claims one (pool-match.ts), writes its prompt, and is then supervised and
+// removed like any run: a pooled container is never used twice. The pool refills in the background, one
+// container at a time, and only while the server has a free container slot.
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { AttachedContainer, ContainerRuntime } from '../../runtime/container-runtime.js';
+import type { RunPlan } from '../run-plan.js';
+import type { PreparedSession, SessionStore } from '../sessions/session-store.js';
+import { engineContainer, type EngineContainerSettings } from '../runs/engine-container.js';
+import type { ContainerSlots } from '../runs/container-slots.js';
+import { deriveSessionTitle, TITLE_FILE_NAME, titleHookOutput } from '../../engine/session-title.js';
+import { poolMissReason, type MissReason } from './pool-match.js';
+
+/** Owner of a pooled engine's session until a caller claims it (no caller's owner starts like this). */
+export const POOL_OWNER_PREFIX = '\u0000berth-pool:';
+
+export interface PoolSettings {
+  /** Engines kept ready (SERVICE_POOL_SIZE); 0 turns the pool off. */
+  readonly size: number;
+  /** A pooled engine older than this is replaced (SERVICE_POOL_MAX_AGE). */
+  readonly maxAgeMs: number;
+}
+
+export interface PoolObserver {
+  size(ready: number): void;
+  hit(claimMs: number): void;
+  miss(reason: MissReason): void;
+  refilled(durationMs: number): void;
+}
+
+export interface PoolDependencies {
+  readonly settings: PoolSettings;
+  readonly runtime: ContainerRuntime;
+  readonly sessions: SessionStore;
+  readonly container: EngineContainerSettings;
+  readonly slots: ContainerSlots;
+  /** The plan of the default request, which every pooled engine is made for. */
+  readonly template: RunPlan;
+  /** The engine executable in the template's image. */
+  engineBinary(): Promise<string>;
+  readonly log: Logger;
+  readonly observer?: PoolObserver;
+}
+
+/** A pre-started engine handed to one run. */
+export interface PooledEngine {
+  readonly runId: string;
+  readonly containerId: string;
+  readonly session: PreparedSession;
+  /** stdin for the prompt, stdout/stderr from the container's start. */
+  readonly attached: AttachedContainer;
+}
+
+interface Entry extends PooledEngine {
+  readonly createdAtMs: number;
+  readonly imageId: string;
+  readonly secretId: string | undefined;
+  readonly releaseSlot: () => void;
+  exited: boolean;
+}
+
+/** Wait before trying again after a refill failed (image missing, Podman down…). */
+const RETRY_MS = 5_000;
+
+export class EnginePool {
+  private readonly ready: Entry[] = [];
+  private filling = false;
+  private closed = false;
+  private retryTimer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly deps: PoolDependencies) {}
+
+  /** Container ids of the engines ready now (they are not leftovers of any run). */
+  readyContainers(): string[] {
+    return this.ready.map((entry) => entry.containerId);
+  }
+
+  get enabled(): boolean {
+    return this.deps.settings.size > 0;
+  }
+
+  /** Removes sessions pooled engines of a killed process left, then fills the pool. */
+  async start(): Promise<void> {
+    // Without an engine configuration there is nothing to pre-start (runs are refused with 503 anyway).
+    if (!this.enabled || this.deps.container.engineAccess.status().mode === 'not-configured') return;
+    const removed = await this.deps.sessions.removeUnused(POOL_OWNER_PREFIX);
+    if (removed > 0) this.deps.log.info({ removed }, 'removed the unused sessions of pooled engines a previous process left');
+    this.refill();
+  }
+
+  /**
+   * A pre-started engine for this run, or undefined (the miss is counted by reason). The engine's session
+   * becomes the caller's; its title is written for the engine's title hook.
+   */
+  async claim(plan: RunPlan, owner: string): Promise<PooledEngine | undefined> {
+    if (!this.enabled || this.closed) return undefined;
+    const started = performance.now();
+    const reason = poolMissReason(plan, this.deps.template);
+    if (reason !== undefined) return this.missed(reason);
+    const entry = await this.takeFresh();
+    if (!entry) return this.missed(this.lastStale ? 'stale' : 'empty');
+    try {
+      await this.deps.sessions.assignOwner(entry.session.sessionId, owner);
+      await this.deps.container.inputs.add(entry.runId, [{ name: TITLE_FILE_NAME, content: titleHookOutput(deriveSessionTitle(plan.prompt)!) }]);
+    } catch (error) {
+      this.deps.log.warn({ err: error, runId: entry.runId }, 'a pooled engine could not be handed over; it is removed');
+      await this.dispose(entry);
+      return this.missed('stale');
+    }
+    // From here the caller's slot covers the container.
+    entry.releaseSlot();
+    this.deps.observer?.hit(performance.now() - started);
+    this.refill();
+    return entry;
+  }
+
+  /** Removes a claimed engine that will not run (its run was abandoned). */
+  async discard(engine: PooledEngine): Promise<void> {
+    await this.deps.runtime.removeContainer(engine.containerId).catch(() => undefined);
+    engine.attached.close();
+    await this.deps.container.inputs.remove(engine.runId);
+  }
+
+  /** Removes every ready engine (credentials or image changed, shutdown); the pool refills unless closed. */
+  async drain(reason: string): Promise<void> {
+    const drained = this.ready.splice(0);
+    this.reportSize();
+    if (drained.length > 0) this.deps.log.info({ reason, count: drained.length }, 'pooled engines removed');
+    await Promise.all(drained.map((entry) => this.dispose(entry)));
+    this.refill();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    // A refill in progress finishes and finds the pool closed: it disposes of what it made.
+    await this.drain('shutdown');
+    while (this.filling) await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+
+  private lastStale = false;
+
+  /**
+   * The oldest ready engine that is still running, younger than SERVICE_POOL_MAX_AGE, and made with the
+   * current image and credential; the others are removed (and the whole pool when the image or the
+   * credential changed).
+   */
+  private async takeFresh(): Promise<Entry | undefined> {
+    this.lastStale = false;
+    if (this.ready.length === 0) return undefined;
+    const { runtime, template, container } = this.deps;
+    const [image, secretId] = await Promise.all([
+      runtime.inspectImage(template.container.image),
+      runtime.secretId(container.engineAccess.current().secretName),
+    ]);
+    for (;;) {
+      const entry = this.ready.shift();
+      if (!entry) {
+        this.reportSize();
+        return undefined;
+      }
+      if (image?.id !== entry.imageId || secretId !== entry.secretId) {
+        this.ready.unshift(entry);
+        this.lastStale = true;
+        await this.drain(image?.id !== entry.imageId ? 'the agent image changed' : 'the engine credential changed');
+        return undefined;
+      }
+      if (entry.exited || Date.now() - entry.createdAtMs > this.deps.settings.maxAgeMs) {
+        this.lastStale = true;
+        void this.dispose(entry);
+        continue;
+      }
+      this.reportSize();
+      return entry;
+    }
+  }
+
+  private missed(reason: MissReason): undefined {
+    this.deps.observer?.miss(reason);
+    return undefined;
+  }
+
+  /** Starts filling unless a fill runs already; fills one engine at a time up to the pool size. */
+  private refill(): void {
+    if (this.filling || this.closed || !this.enabled) return;
+    this.filling = true;
+    void this.fill().finally(() => {
+      this.filling = false;
+    });
+  }
+
+  private async fill(): Promise<void> {
+    while (!this.closed && this.ready.length < this.deps.settings.size) {
+      // Pooled engines count against SERVICE_MAX_CONTAINERS, but a run that finds the server full takes
+      // a pooled engine's slot (the engine is removed); with no free slot the pool waits for one.
+      let made: Entry | undefined;
+      let reclaimed = false;
+      const slot = this.deps.slots.takeReclaimable(POOL_OWNER_PREFIX, () => {
+        reclaimed = true;
+        if (made) void this.evict(made);
+      });
+      if (!slot) {
+        this.retryLater();
+        return;
+      }
+      const started = performance.now();
+      try {
+        const entry = await this.create(slot);
+        made = entry;
+        if (this.closed || reclaimed) {
+          await this.dispose(entry);
+          if (this.closed) return;
+          this.retryLater();
+          return;
+        }
+        this.ready.push(entry);
+        this.reportSize();
+        this.deps.observer?.refilled(performance.now() - started);
+      } catch (error) {
+        slot.release();
+        this.deps.log.warn({ err: error }, `a pooled engine could not be started; retrying in ${RETRY_MS / 1000} s`);
+        this.retryLater();
+        return;
+      }
+    }
+  }
+
+  private retryLater(): void {
+    if (this.retryTimer || this.closed) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      this.refill();
+    }, RETRY_MS);
+    this.retryTimer.unref();
+  }
+
+  private async create(slot: { release(): void }): Promise<Entry> {
+    const { runtime, sessions, template, container } = this.deps;
+    const runId = `run-${randomUUID()}`;
+    const [image, secretId, engineBinary] = await Promise.all([
+      runtime.inspectImage(template.container.image),
+      runtime.secretId(container.engineAccess.current().secretName),
+      this.deps.engineBinary(),
+    ]);
+    if (!image) throw new Error(`the agent image ${template.container.image} is not present`);
+    const session = await sessions.prepare(template.session, template.workdir, { owner: `${POOL_OWNER_PREFIX}${runId}`, runId });
+    let containerId: string | undefined;
+    let attached: AttachedContainer | undefined;
+    try {
+      const { spec, inputFiles } = engineContainer(container, { id: runId, plan: template, session, volumeSources: [], engineBinary, pooled: true });
+      await container.inputs.write(runId, inputFiles);
+      containerId = await runtime.createContainer(spec);
+      attached = await runtime.attach(containerId);
+      await runtime.startContainer(containerId);
+    } catch (error) {
+      attached?.close();
+      if (containerId !== undefined) await runtime.removeContainer(containerId).catch(() => undefined);
+      await container.inputs.remove(runId);
+      await session.release();
+      throw error;
+    }
+    const entry: Entry = {
+      runId, containerId, session, attached, createdAtMs: Date.now(), imageId: image.id, secretId, releaseSlot: () => slot.release(), exited: false,
+    };
+    // An engine that dies while waiting is noticed here and never handed out; the pool refills.
+    void runtime.waitContainer(containerId).then(
+      () => this.exitedWhileReady(entry),
+      () => this.exitedWhileReady(entry),
+    );
+    return entry;
+  }
+
+  /** A ready engine whose slot a run took over. */
+  private async evict(entry: Entry): Promise<void> {
+    const index = this.ready.indexOf(entry);
+    if (index < 0) return;
+    this.ready.splice(index, 1);
+    this.reportSize();
+    await this.dispose(entry);
+  }
+
+  private exitedWhileReady(entry: Entry): void {
+    entry.exited = true;
+    const index = this.ready.indexOf(entry);
+    if (index < 0) return;
+    this.ready.splice(index, 1);
+    this.reportSize();
+    this.deps.log.warn({ runId: entry.runId }, 'a pooled engine exited while waiting; it is replaced');
+    void this.dispose(entry).then(() => this.refill());
+  }
+
+  /** Removes an unclaimed engine: its container, inputs, slot and its never-used session. */
+  private async dispose(entry: Entry): Promise<void> {
+    entry.attached.close();
+    await this.deps.runtime.removeContainer(entry.containerId).catch(() => undefined);
+    await this.deps.container.inputs.remove(entry.runId);
+    entry.releaseSlot();
+    await entry.session.release().catch(() => undefined);
+  }
+
+  private reportSize(): void {
+    this.deps.observer?.size(this.ready.length);
+  }
+}
