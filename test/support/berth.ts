@@ -90,10 +90,10 @@ export async function startTestBerth(env: Record<string, string> = {}, options: 
       return { status: response.status, body: parsed, headers: response.headers };
     },
     async leftovers() {
-      // Pre-started engines waiting in the pool belong to no run: they are not left over.
-      const pooled = new Set(berth.pool.readyContainers());
+      // Pre-started engines the pool holds belong to no run: they are not left over.
+      const pooled = new Set(berth.pool.ownContainerNames());
       const containers = await berth.runtime.listContainers(`${INSTANCE_LABEL}=${instance}`);
-      return containers.filter((c) => !pooled.has(c.id)).map((c) => c.names[0] ?? c.id);
+      return containers.map((c) => c.names[0] ?? c.id).filter((name) => !pooled.has(name));
     },
     async stop() {
       if (stopped) return;

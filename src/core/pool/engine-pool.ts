@@ -62,20 +62,30 @@ interface Entry extends PooledEngine {
   exited: boolean;
 }
 
+/** The name engineContainer() gives a run's container. */
+const containerName = (runId: string) => `berth-${runId}`;
+
 /** Wait before trying again after a refill failed (image missing, Podman down…). */
 const RETRY_MS = 5_000;
 
 export class EnginePool {
   private readonly ready: Entry[] = [];
+  /** Container names of engines no run has claimed, from before their creation until their removal. */
+  private readonly unclaimed = new Set<string>();
   private filling = false;
   private closed = false;
   private retryTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly deps: PoolDependencies) {}
 
-  /** Container ids of the engines ready now (they are not leftovers of any run). */
+  /** Container ids of the engines ready now. */
   readyContainers(): string[] {
     return this.ready.map((entry) => entry.containerId);
+  }
+
+  /** Names of every container the pool holds now: being started, ready or being removed (no run's). */
+  ownContainerNames(): string[] {
+    return [...this.unclaimed];
   }
 
   get enabled(): boolean {
@@ -112,6 +122,7 @@ export class EnginePool {
     }
     // From here the caller's slot covers the container.
     entry.releaseSlot();
+    this.unclaimed.delete(containerName(entry.runId));
     this.deps.observer?.hit(performance.now() - started);
     this.refill();
     return entry;
@@ -246,6 +257,7 @@ export class EnginePool {
       this.deps.engineBinary(),
     ]);
     if (!image) throw new Error(`the agent image ${template.container.image} is not present`);
+    this.unclaimed.add(containerName(runId));
     const session = await sessions.prepare(template.session, template.workdir, { owner: `${POOL_OWNER_PREFIX}${runId}`, runId });
     let containerId: string | undefined;
     let attached: AttachedContainer | undefined;
@@ -260,6 +272,7 @@ export class EnginePool {
       if (containerId !== undefined) await runtime.removeContainer(containerId).catch(() => undefined);
       await container.inputs.remove(runId);
       await session.release();
+      this.unclaimed.delete(containerName(runId));
       throw error;
     }
     const entry: Entry = {
@@ -299,6 +312,7 @@ export class EnginePool {
     await this.deps.container.inputs.remove(entry.runId);
     entry.releaseSlot();
     await entry.session.release().catch(() => undefined);
+    this.unclaimed.delete(containerName(entry.runId));
   }
 
   private reportSize(): void {

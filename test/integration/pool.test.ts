@@ -1,0 +1,205 @@
+// Pre-started engines on real Podman: a default run takes a pooled engine and answers like a run whose
+// container was made for it; other requests miss by reason; timeout, OOM and cancellation of a pooled run
+// behave as for any run; a rotated credential, a dead pooled engine and a stop are handled; nothing is
+// left behind.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
+import { after, before, describe, it } from 'node:test';
+import { startOfflineModel, type OfflineModel } from '../../src/offline-model/server.js';
+import { startTestBerth, type TestBerth } from '../support/berth.js';
+import { INSTANCE_LABEL } from '../../src/runtime/container-runtime.js';
+
+const exec = promisify(execFile);
+
+async function metric(t: TestBerth, name: string): Promise<number> {
+  const text = await (await fetch(t.berth.metricsUrl)).text();
+  const escaped = name.replace(/[{}"]/g, (c) => `\\${c}`);
+  const match = new RegExp(`^${escaped} (\\d+(?:\\.\\d+)?)$`, 'm').exec(text);
+  return match ? Number(match[1]) : 0;
+}
+
+async function poolReady(t: TestBerth, count: number): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while ((await metric(t, 'berth_pool_ready')) < count) {
+    if (Date.now() > deadline) throw new Error(`the pool did not fill to ${count}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** Containers of an instance, through the podman CLI (also after the Berth stopped). */
+async function containersOf(instance: string): Promise<string[]> {
+  const { stdout } = await exec('podman', ['ps', '-a', '--filter', `label=${INSTANCE_LABEL}=${instance}`, '--format', '{{.Names}}']);
+  return stdout.split('\n').filter(Boolean);
+}
+
+describe('a pooled run is a run', () => {
+  let pooled: TestBerth;
+  let fresh: TestBerth;
+  before(async () => {
+    pooled = await startTestBerth({ SERVICE_POOL_SIZE: '2' });
+    fresh = await startTestBerth({ SERVICE_POOL_SIZE: '0' });
+  });
+  after(async () => {
+    await pooled?.stop();
+    await fresh?.stop();
+  });
+
+  it('answers like a run without the pool: output, usage, a resumable session with its history and title', async () => {
+    await poolReady(pooled, 2);
+    const hitsBefore = await metric(pooled, 'berth_pool_hits_total');
+    const hit = await pooled.request('POST', '/run', { prompt: 'say: twin' });
+    const miss = await fresh.request('POST', '/run', { prompt: 'say: twin' });
+    assert.equal(hit.status, 200, JSON.stringify(hit.body));
+    assert.equal(miss.status, 200, JSON.stringify(miss.body));
+    assert.equal(await metric(pooled, 'berth_pool_hits_total'), hitsBefore + 1, 'the run took a pooled engine');
+    assert.deepEqual(Object.keys(hit.body).sort(), Object.keys(miss.body).sort());
+    assert.equal(hit.body.output, miss.body.output);
+    assert.deepEqual(hit.body.usage, miss.body.usage);
+    assert.match(hit.body.id, /^run-/);
+
+    const resumed = await pooled.request('POST', '/run', { prompt: 'recall:', engine: { session_id: hit.body.session_id, resume: true } });
+    assert.equal(resumed.status, 200, JSON.stringify(resumed.body));
+    assert.equal(resumed.body.output, 'say: twin');
+    const forked = await pooled.request('POST', '/run', { prompt: 'recall:', engine: { session_id: hit.body.session_id, fork_session: true } });
+    assert.equal(forked.body.output, 'say: twin');
+
+    const titles = async (t: TestBerth, id: string) => (await t.request('GET', '/sessions')).body.sessions.find((s: { id: string }) => s.id === id)?.title;
+    assert.equal(await titles(pooled, hit.body.session_id), 'say: twin');
+    assert.equal(await titles(pooled, hit.body.session_id), await titles(fresh, miss.body.session_id));
+    const messages = await pooled.request('GET', `/sessions/${hit.body.session_id}/messages`);
+    assert.deepEqual(messages.body.messages.map((m: { role: string }) => m.role).slice(0, 2), ['user', 'assistant']);
+    assert.deepEqual(await pooled.leftovers(), []);
+  });
+
+  it('streams and async jobs take pooled engines too', async () => {
+    await poolReady(pooled, 2);
+    const hitsBefore = await metric(pooled, 'berth_pool_hits_total');
+    const stream = await fetch(`${pooled.url}/run/stream?prompt=${encodeURIComponent('say: streamed')}`);
+    const events = await stream.text();
+    assert.match(events, /streamed/);
+    const job = await pooled.request('POST', '/run/async', { prompt: 'say: queued' });
+    assert.equal(job.status, 200, JSON.stringify(job.body));
+    let status = '';
+    for (let i = 0; i < 100 && status !== 'completed'; i++) {
+      status = (await pooled.request('GET', `/jobs/${job.body.job_id}`)).body.status;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    assert.equal(status, 'completed');
+    assert.equal(await metric(pooled, 'berth_pool_hits_total'), hitsBefore + 2);
+  });
+
+  it('other requests miss, counted by reason, and still run', async () => {
+    const first = await pooled.request('POST', '/run', { prompt: 'say: one' });
+    const cases: [Record<string, unknown>, string][] = [
+      [{ prompt: 'say: again', engine: { session_id: first.body.session_id, resume: true } }, 'session'],
+      [{ prompt: 'say: big', container: { memory: '1g' } }, 'limits'],
+      [{ prompt: 'say: model', engine: { model: 'claude-haiku-4-5' } }, 'engine_options'],
+      [{ prompt: 'say: elsewhere', workdir: '/tmp/elsewhere' }, 'workdir'],
+    ];
+    for (const [request, reason] of cases) {
+      const before = await metric(pooled, `berth_pool_misses_total{reason="${reason}"}`);
+      const response = await pooled.request('POST', '/run', request);
+      assert.equal(response.status, 200, `${reason}: ${JSON.stringify(response.body)}`);
+      assert.equal(await metric(pooled, `berth_pool_misses_total{reason="${reason}"}`), before + 1, reason);
+    }
+  });
+
+  it('timeout, out of memory and cancellation of a pooled run end as for any run, and leave nothing', async () => {
+    await poolReady(pooled, 2);
+    const hitsBefore = await metric(pooled, 'berth_pool_hits_total');
+    const timedOut = await pooled.request('POST', '/run', { prompt: 'run: /bin/sleep 600', container: { timeout: '3s' } });
+    assert.equal(timedOut.status, 500);
+    assert.match(timedOut.body.error, /timed out after 3s/);
+
+    await poolReady(pooled, 1);
+    const oom = await pooled.request('POST', '/run', { prompt: 'run: x=a; while :; do x=$x$x; done' });
+    assert.equal(oom.status, 500);
+    assert.match(oom.body.error, /out of memory \(container\.memory 512m\)/);
+
+    await poolReady(pooled, 1);
+    const job = await pooled.request('POST', '/run/async', { prompt: 'run: /bin/sleep 600' });
+    for (let i = 0; i < 100; i++) {
+      if ((await pooled.request('GET', `/jobs/${job.body.job_id}`)).body.status === 'running') break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    assert.equal((await pooled.request('DELETE', `/jobs/${job.body.job_id}`)).status, 200);
+    let status = '';
+    for (let i = 0; i < 100 && status !== 'cancelled'; i++) {
+      status = (await pooled.request('GET', `/jobs/${job.body.job_id}`)).body.status;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    assert.equal(status, 'cancelled');
+    assert.equal(await metric(pooled, 'berth_pool_hits_total'), hitsBefore + 3, 'all three ran in pooled engines');
+    assert.deepEqual(await pooled.leftovers(), []);
+  });
+
+  it('a pooled engine that died while waiting is replaced, never handed to a run', async () => {
+    await poolReady(pooled, 2);
+    const [victim] = pooled.berth.pool.readyContainers();
+    await exec('podman', ['kill', victim!]);
+    const deadline = Date.now() + 10_000;
+    while (pooled.berth.pool.readyContainers().includes(victim!) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.ok(!pooled.berth.pool.readyContainers().includes(victim!), 'the dead engine left the pool');
+    for (let i = 0; i < 3; i++) {
+      const response = await pooled.request('POST', '/run', { prompt: `say: after ${i}` });
+      assert.equal(response.status, 200, JSON.stringify(response.body));
+    }
+    await poolReady(pooled, 2);
+  });
+});
+
+describe('credentials and stopping', () => {
+  it('a rotated engine credential drains the pool: no run gets an engine with the old one', async () => {
+    const value = `sk-berth-test-${randomBytes(12).toString('hex')}`;
+    const name = `test-pool-credential-${randomBytes(4).toString('hex')}`;
+    const model: OfflineModel = await startOfflineModel({ host: '0.0.0.0', port: 0, apiKey: value });
+    const create = (secret: string) => exec('sh', ['-c', `printf '%s' "$VALUE" | podman secret create ${name} -`], { env: { ...process.env, VALUE: secret } });
+    await create(value);
+    const t = await startTestBerth({
+      SERVICE_POOL_SIZE: '2',
+      SERVICE_OFFLINE_MODEL: 'false',
+      SERVICE_ENGINE_CREDENTIALS_SECRET: name,
+      SERVICE_ENGINE_BASE_URL: `http://host.containers.internal:${model.port}`,
+    });
+    try {
+      await poolReady(t, 2);
+      assert.equal((await t.request('POST', '/run', { prompt: 'say: before' })).status, 200);
+      await poolReady(t, 2);
+      // Rotated: the old secret's engines would authenticate with a value the model no longer accepts.
+      await exec('podman', ['secret', 'rm', name]);
+      const rotated = `sk-berth-test-${randomBytes(12).toString('hex')}`;
+      await create(rotated);
+      await model.close();
+      const next: OfflineModel = await startOfflineModel({ host: '0.0.0.0', port: model.port, apiKey: rotated });
+      try {
+        const staleBefore = await metric(t, 'berth_pool_misses_total{reason="stale"}');
+        const response = await t.request('POST', '/run', { prompt: 'say: after' });
+        assert.equal(response.status, 200, JSON.stringify(response.body));
+        assert.equal(response.body.output, 'after');
+        assert.equal(await metric(t, 'berth_pool_misses_total{reason="stale"}'), staleBefore + 1, 'the stale pool was drained, not used');
+        await poolReady(t, 2);
+        assert.equal((await t.request('POST', '/run', { prompt: 'say: refilled' })).status, 200);
+      } finally {
+        await next.close();
+      }
+    } finally {
+      await t.stop();
+      await exec('podman', ['secret', 'rm', name]).catch(() => undefined);
+    }
+  });
+
+  it('a stop with a full pool leaves no container, and no unused pooled session', async () => {
+    const t = await startTestBerth({ SERVICE_POOL_SIZE: '3' });
+    const instance = t.config.instanceName;
+    await poolReady(t, 3);
+    assert.equal((await containersOf(instance)).length, 3);
+    const sessionsDir = t.config.agent.sessionsDir;
+    await t.berth.stop();
+    assert.deepEqual(await containersOf(instance), []);
+    const { stdout } = await exec('find', [sessionsDir, '-maxdepth', '1', '-name', '*-*-*-*-*']);
+    assert.equal(stdout.trim(), '', 'the pooled engines\' sessions, never used, are gone');
+    await t.stop();
+  });
+});
