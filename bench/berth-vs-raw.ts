@@ -1,7 +1,9 @@
 // Berth against a raw `podman run` of the same image, engine image, network, credential secret, limits and
 // engine command, talking to the same offline model, in one process: sequentially and at concurrency 1,
-// 4 and 8, the two measured alternately round by round. Then a soak of POST /run at concurrency 8.
-// Prints one table and writes the figures as JSON to bench/results/.
+// 4 and 8, raw, Berth with the pool of pre-started engines off and Berth with it on (its default size),
+// measured alternately round by round. Then /run/stream's first frame, persistent agents (spawn to idle,
+// send to first output, memory with 20 idle) and a soak of POST /run at concurrency 8 with the pool on.
+// Prints the tables and writes the figures as JSON to bench/results/.
 //   npx tsx bench/berth-vs-raw.ts [--rounds N] [--soak N] [--levels 1,4,8]
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -38,22 +40,30 @@ const dir = await mkdtemp(join(tmpdir(), 'berth-bench-'));
 const model = await startOfflineModel({ host: '0.0.0.0', port: 0, apiKey: key });
 await exec('sh', ['-c', `printf '%s' "$KEY" | podman secret create ${secret} -`], { env: { ...process.env, KEY: key } });
 const instance = `bench-${randomBytes(3).toString('hex')}`;
-const config = loadConfig({
-  ...process.env,
-  SERVICE_AUTH_ENABLED: 'false',
-  SERVICE_RATE_LIMIT_ENABLED: 'false',
-  SERVICE_ADDRESS: '127.0.0.1:0',
-  SERVICE_METRICS_ADDRESS: '127.0.0.1:0',
-  SERVICE_DATA_DIR: join(dir, 'data'),
-  SERVICE_AGENT_SESSIONS_DIR: join(dir, 'sessions'),
-  SERVICE_INSTANCE_NAME: instance,
-  SERVICE_OFFLINE_MODEL: 'false',
-  SERVICE_ENGINE_CREDENTIALS_SECRET: secret,
-  SERVICE_ENGINE_BASE_URL: `http://host.containers.internal:${model.port}`,
-  SERVICE_MAX_CONCURRENT_RUNS: String(Math.max(...levels)),
-  SERVICE_LOG_LEVEL: 'error',
-});
+const berthConfig = (name: string, poolSize: number) =>
+  loadConfig({
+    ...process.env,
+    SERVICE_AUTH_ENABLED: 'false',
+    SERVICE_RATE_LIMIT_ENABLED: 'false',
+    SERVICE_ADDRESS: '127.0.0.1:0',
+    SERVICE_METRICS_ADDRESS: '127.0.0.1:0',
+    SERVICE_DATA_DIR: join(dir, name, 'data'),
+    SERVICE_AGENT_SESSIONS_DIR: join(dir, name, 'sessions'),
+    SERVICE_INSTANCE_NAME: `${instance}-${name}`,
+    SERVICE_OFFLINE_MODEL: 'false',
+    SERVICE_ENGINE_CREDENTIALS_SECRET: secret,
+    SERVICE_ENGINE_BASE_URL: `http://host.containers.internal:${model.port}`,
+    SERVICE_MAX_CONCURRENT_RUNS: String(Math.max(...levels)),
+    SERVICE_MAX_CONTAINERS_PER_CALLER: String(Math.max(32, IDLE_AGENTS + 4)),
+    SERVICE_POOL_SIZE: String(poolSize),
+    SERVICE_LOG_LEVEL: 'error',
+  });
+// Two Berths in this process, measured alternately: the pool off, and the pool at its default size.
+const IDLE_AGENTS = 20;
+const config = berthConfig('off', 0);
+const pooledConfig = berthConfig('on', loadConfig({ SERVICE_AUTH_ENABLED: 'false' }).pool.size);
 const berth = await startBerth(config, pino({ level: 'error' }));
+const pooled = await startBerth(pooledConfig, pino({ level: 'error' }));
 
 // What a user would type: the engine image mounted by Podman, the same limits Berth applies by default.
 const rawArgs = [
@@ -88,36 +98,103 @@ async function rawBatch(total: number, concurrency: number): Promise<LoadResult[
   return results;
 }
 
-const berthBatch = (total: number, concurrency: number) => runLoad({ url: berth.url, total, concurrency, promptOf: () => prompt });
+const batchOn = (url: string) => (total: number, concurrency: number) => runLoad({ url, total, concurrency, promptOf: () => prompt });
+const berthBatch = batchOn(berth.url);
+const pooledBatch = batchOn(pooled.url);
 
 interface Side {
   latencies: number[];
   failures: string[];
   wallMs: number;
 }
+const side = (): Side => ({ latencies: [], failures: [], wallMs: 0 });
 interface Level {
   concurrency: number;
   runs: number;
   raw: Side;
   berth: Side;
+  pooled: Side;
+  hits: number;
 }
 
-async function timed(batch: () => Promise<LoadResult[]>, side: Side): Promise<void> {
+async function timed(batch: () => Promise<LoadResult[]>, into: Side): Promise<void> {
   const started = performance.now();
   const results = await batch();
-  side.wallMs += performance.now() - started;
+  into.wallMs += performance.now() - started;
   for (const r of results) {
-    if (r.ok) side.latencies.push(r.ms);
-    else side.failures.push(r.error ?? 'failed');
+    if (r.ok) into.latencies.push(r.ms);
+    else into.failures.push(r.error ?? 'failed');
   }
 }
 
-const summary = (side: Side, runs: number) => ({
-  p50_ms: Math.round(percentile(side.latencies, 50)),
-  p95_ms: Math.round(percentile(side.latencies, 95)),
-  throughput_per_s: Math.round((runs / (side.wallMs / 1000)) * 100) / 100,
-  failures: side.failures.length,
+const summary = (of: Side, runs: number) => ({
+  p50_ms: Math.round(percentile(of.latencies, 50)),
+  p95_ms: Math.round(percentile(of.latencies, 95)),
+  throughput_per_s: Math.round((runs / (of.wallMs / 1000)) * 100) / 100,
+  failures: of.failures.length,
 });
+
+/** A counter of a Berth's /metrics (0 when absent). */
+async function counter(url: string, name: string): Promise<number> {
+  const text = await (await fetch(url)).text();
+  const match = new RegExp(`^${name.replace(/[{}"]/g, (c) => `\\${c}`)} (\\d+(?:\\.\\d+)?)$`, 'm').exec(text);
+  return match ? Number(match[1]) : 0;
+}
+
+async function poolReady(size: number): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while ((await counter(pooled.metricsUrl, 'berth_pool_ready')) < size && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+}
+
+/** Milliseconds from GET /run/stream to its first `output` frame (the stream is read to its end). */
+async function streamFirstFrame(url: string): Promise<number> {
+  const started = performance.now();
+  const response = await fetch(`${url}/run/stream?prompt=${encodeURIComponent(prompt)}`);
+  const reader = response.body!.getReader();
+  let first: number | undefined;
+  let text = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += new TextDecoder().decode(value);
+    if (first === undefined && text.includes('"type":"output"')) first = performance.now() - started;
+  }
+  if (first === undefined) throw new Error(`no output frame: ${text.slice(0, 300)}`);
+  return first;
+}
+
+/** POST /agents until the agent is idle; then one send until its first output event. */
+async function agentTimings(url: string): Promise<{ idleMs: number; firstOutputMs: number; id: string }> {
+  const started = performance.now();
+  const spawned = (await (await fetch(`${url}/agents`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"disable_idle_timeout": true}' })).json()) as { id: string };
+  let idleMs = 0;
+  for (;;) {
+    const agent = (await (await fetch(`${url}/agents/${spawned.id}`)).json()) as { status: string };
+    if (agent.status === 'idle') {
+      idleMs = performance.now() - started;
+      break;
+    }
+    if (agent.status === 'exited') throw new Error('agent exited');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  const stream = await fetch(`${url}/agents/${spawned.id}/stream`);
+  const reader = stream.body!.getReader();
+  const sent = performance.now();
+  await fetch(`${url}/agents/${spawned.id}/send`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt }) });
+  let text = '';
+  let firstOutputMs = 0;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error('agent stream ended before output');
+    text += new TextDecoder().decode(value);
+    if (text.includes('"type":"output"')) {
+      firstOutputMs = performance.now() - sent;
+      break;
+    }
+  }
+  await reader.cancel();
+  return { idleMs, firstOutputMs, id: spawned.id };
+}
 
 const results: Level[] = [];
 interface Soak {
@@ -130,67 +207,118 @@ interface Soak {
   containers_left: number;
 }
 let soak: Soak | undefined;
+const extras: { stream_first_frame_ms: { off: number; on: number }; agent_idle_ms: number; agent_first_output_ms: number; rss_mb_idle_agents: { before: number; after: number; agents: number } } = {
+  stream_first_frame_ms: { off: 0, on: 0 },
+  agent_idle_ms: 0,
+  agent_first_output_ms: 0,
+  rss_mb_idle_agents: { before: 0, after: 0, agents: IDLE_AGENTS },
+};
 try {
   process.stderr.write('warming up…\n');
   await rawBatch(2, 1);
   await berthBatch(2, 1);
+  await poolReady(pooledConfig.pool.size);
+  await pooledBatch(2, 1);
   for (const concurrency of levels) {
     // Sequential runs get more rounds: their median is the headline ratio.
     const perRound = concurrency === 1 ? 5 : 2 * concurrency;
-    const level: Level = { concurrency, runs: 0, raw: { latencies: [], failures: [], wallMs: 0 }, berth: { latencies: [], failures: [], wallMs: 0 } };
+    const level: Level = { concurrency, runs: 0, raw: side(), berth: side(), pooled: side(), hits: 0 };
     for (let round = 0; round < rounds; round++) {
       await timed(() => rawBatch(perRound, concurrency), level.raw);
       await timed(() => berthBatch(perRound, concurrency), level.berth);
+      // Each round starts as a user would find the service after a pause: the pool full.
+      await poolReady(pooledConfig.pool.size);
+      const hitsBefore = await counter(pooled.metricsUrl, 'berth_pool_hits_total');
+      await timed(() => pooledBatch(perRound, concurrency), level.pooled);
+      level.hits += (await counter(pooled.metricsUrl, 'berth_pool_hits_total')) - hitsBefore;
       level.runs += perRound;
       process.stderr.write(`  concurrency ${concurrency}, round ${round + 1}/${rounds}: ${level.runs} runs each\n`);
     }
     results.push(level);
   }
+
+  process.stderr.write('streams, agents, memory…\n');
+  const firstFrames = { off: [] as number[], on: [] as number[] };
+  for (let i = 0; i < 5; i++) {
+    firstFrames.off.push(await streamFirstFrame(berth.url));
+    await poolReady(pooledConfig.pool.size);
+    firstFrames.on.push(await streamFirstFrame(pooled.url));
+  }
+  extras.stream_first_frame_ms = { off: Math.round(percentile(firstFrames.off, 50)), on: Math.round(percentile(firstFrames.on, 50)) };
+  const idle: number[] = [];
+  const first: number[] = [];
+  const agents: string[] = [];
+  const rssBefore = process.memoryUsage().rss;
+  for (let i = 0; i < IDLE_AGENTS; i++) {
+    const timing = await agentTimings(berth.url);
+    idle.push(timing.idleMs);
+    first.push(timing.firstOutputMs);
+    agents.push(timing.id);
+  }
+  await new Promise((r) => setTimeout(r, 2_000));
+  extras.agent_idle_ms = Math.round(percentile(idle, 50));
+  extras.agent_first_output_ms = Math.round(percentile(first, 50));
+  extras.rss_mb_idle_agents = { before: Math.round(rssBefore / 2 ** 20), after: Math.round(process.memoryUsage().rss / 2 ** 20), agents: IDLE_AGENTS };
+  for (const id of agents) await fetch(`${berth.url}/agents/${id}`, { method: 'DELETE' });
+
   if (soakRuns > 0) {
-    process.stderr.write(`soak: ${soakRuns} POST /run at concurrency 8…\n`);
-    const side: Side = { latencies: [], failures: [], wallMs: 0 };
-    await timed(() => berthBatch(soakRuns, 8), side);
-    const left = (await berth.runtime.listContainers(`${INSTANCE_LABEL}=${instance}`)).length;
-    const s = summary(side, soakRuns);
+    process.stderr.write(`soak: ${soakRuns} POST /run at concurrency 8 (pool on)…\n`);
+    const soakSide = side();
+    await timed(() => pooledBatch(soakRuns, 8), soakSide);
+    const pooledNow = new Set(pooled.pool.ownContainerNames());
+    const left = (await pooled.runtime.listContainers(`${INSTANCE_LABEL}=${pooledConfig.instanceName}`)).filter((c) => !pooledNow.has(c.names[0] ?? '')).length;
+    const s = summary(soakSide, soakRuns);
     soak = { runs: soakRuns, ...s, p95_over_p50: Math.round((s.p95_ms / s.p50_ms) * 100) / 100, containers_left: left };
-    for (const failure of side.failures.slice(0, 5)) process.stderr.write(`  failure: ${failure}\n`);
+    for (const failure of soakSide.failures.slice(0, 5)) process.stderr.write(`  failure: ${failure}\n`);
   }
 } finally {
   await berth.stop();
+  await pooled.stop();
   await model.close();
   await exec('podman', ['secret', 'rm', secret]).catch(() => undefined);
   await rm(dir, { recursive: true, force: true });
 }
 
+const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100;
 const rows = results.map((level) => {
   const raw = summary(level.raw, level.runs);
-  const via = summary(level.berth, level.runs);
+  const off = summary(level.berth, level.runs);
+  const on = summary(level.pooled, level.runs);
   return {
     concurrency: level.concurrency,
     runs: level.runs,
     raw,
-    berth: via,
-    p50_ratio: Math.round((via.p50_ms / raw.p50_ms) * 100) / 100,
-    throughput_ratio: Math.round((via.throughput_per_s / raw.throughput_per_s) * 100) / 100,
+    berth: off,
+    pooled: on,
+    pool_hit_rate: ratio(level.hits, level.runs),
+    p50_ratio_off: ratio(off.p50_ms, raw.p50_ms),
+    p50_ratio_on: ratio(on.p50_ms, raw.p50_ms),
+    speedup_on: ratio(raw.p50_ms, on.p50_ms),
+    throughput_on_vs_off: ratio(on.throughput_per_s, off.throughput_per_s),
   };
 });
-const header = '| concurrency | runs each | raw p50 | raw p95 | raw runs/s | Berth p50 | Berth p95 | Berth runs/s | p50 ratio | throughput ratio | failures raw / Berth |';
+const header = '| concurrency | runs each | raw p50 / p95 | raw runs/s | Berth p50 / p95 (pool off) | runs/s | Berth p50 / p95 (pool on) | runs/s | pool hits | p50 vs raw (off / on) | raw ÷ pooled p50 | throughput on ÷ off | failures raw / off / on |';
 console.log(header);
 console.log(header.replace(/[^|]/g, '-'));
 for (const r of rows) {
   console.log(
-    `| ${r.concurrency} | ${r.runs} | ${r.raw.p50_ms} ms | ${r.raw.p95_ms} ms | ${r.raw.throughput_per_s} | ${r.berth.p50_ms} ms | ${r.berth.p95_ms} ms | ${r.berth.throughput_per_s} | ${r.p50_ratio} | ${r.throughput_ratio} | ${r.raw.failures} / ${r.berth.failures} |`,
+    `| ${r.concurrency} | ${r.runs} | ${r.raw.p50_ms} / ${r.raw.p95_ms} ms | ${r.raw.throughput_per_s} | ${r.berth.p50_ms} / ${r.berth.p95_ms} ms | ${r.berth.throughput_per_s} | ${r.pooled.p50_ms} / ${r.pooled.p95_ms} ms | ${r.pooled.throughput_per_s} | ${Math.round(r.pool_hit_rate * 100)} % | ${r.p50_ratio_off} / ${r.p50_ratio_on} | ${r.speedup_on}× | ${r.throughput_on_vs_off} | ${r.raw.failures} / ${r.berth.failures} / ${r.pooled.failures} |`,
   );
 }
+console.log(`\n| measure | value |\n|---|---|`);
+console.log(`| /run/stream to its first output frame, p50 (pool off / on) | ${extras.stream_first_frame_ms.off} / ${extras.stream_first_frame_ms.on} ms |`);
+console.log(`| POST /agents to idle, p50 of ${IDLE_AGENTS} | ${extras.agent_idle_ms} ms |`);
+console.log(`| agent send to first output, p50 of ${IDLE_AGENTS} | ${extras.agent_first_output_ms} ms |`);
+console.log(`| bench process RSS (both Berths in it) before / with ${IDLE_AGENTS} idle agents | ${extras.rss_mb_idle_agents.before} / ${extras.rss_mb_idle_agents.after} MiB |`);
 if (soak) {
   console.log(
-    `\nsoak: ${soak.runs} POST /run at concurrency 8: ${soak.failures} failures, p50 ${soak.p50_ms} ms, p95 ${soak.p95_ms} ms (p95/p50 ${soak.p95_over_p50}), ${soak.throughput_per_s} runs/s, ${soak.containers_left} containers left`,
+    `\nsoak: ${soak.runs} POST /run at concurrency 8 (pool on): ${soak.failures} failures, p50 ${soak.p50_ms} ms, p95 ${soak.p95_ms} ms (p95/p50 ${soak.p95_over_p50}), ${soak.throughput_per_s} runs/s, ${soak.containers_left} containers left`,
   );
 }
 const resultsDir = join(import.meta.dirname, 'results');
 await mkdir(resultsDir, { recursive: true });
 const file = join(resultsDir, `berth-vs-raw-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-await writeFile(file, `${JSON.stringify({ at: new Date().toISOString(), levels: rows, soak }, null, 2)}\n`);
+await writeFile(file, `${JSON.stringify({ at: new Date().toISOString(), levels: rows, extras, soak }, null, 2)}\n`);
 console.log(`\nfigures written to ${file}`);
-const failed = rows.some((r) => r.berth.failures > 0) || (soak !== undefined && (soak.failures > 0 || soak.containers_left > 0));
+const failed = rows.some((r) => r.berth.failures > 0 || r.pooled.failures > 0) || (soak !== undefined && (soak.failures > 0 || soak.containers_left > 0));
 if (failed) process.exitCode = 1;

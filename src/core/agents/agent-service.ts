@@ -25,7 +25,7 @@ export interface AgentSpawnRequest {
 
 export interface AgentServiceDependencies {
   /** Validation, image check and session taking, shared with runs. */
-  readonly runs: { accept(request: RunRequest, options: { readonly caller: Caller }): Promise<AcceptedRun> };
+  readonly runs: { accept(request: RunRequest, options: { readonly caller: Caller; readonly pool?: boolean }): Promise<AcceptedRun> };
   readonly sessions: { hide(sessionId: string): Promise<void> };
   readonly container: AgentContainerDependencies;
   readonly defaultIdleTimeoutSeconds: number;
@@ -87,7 +87,9 @@ export class AgentService {
         ...(request.workdir !== undefined ? { workdir: request.workdir } : {}),
         ...(request.engine !== undefined ? { engine: request.engine } : {}),
       },
-      { caller },
+      // A pooled engine runs one prompt with the title hook and partial messages; an agent's engine takes
+      // turns without either, so agents start their own.
+      { caller, pool: false },
     );
     const { session } = accepted;
     const agentId = `agent-${randomUUID()}`;

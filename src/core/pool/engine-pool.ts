@@ -70,9 +70,10 @@ const RETRY_MS = 5_000;
 
 export class EnginePool {
   private readonly ready: Entry[] = [];
+  /** Engines being started now. */
+  private starting = 0;
   /** Container names of engines no run has claimed, from before their creation until their removal. */
   private readonly unclaimed = new Set<string>();
-  private filling = false;
   private closed = false;
   private retryTimer: NodeJS.Timeout | undefined;
 
@@ -147,9 +148,9 @@ export class EnginePool {
   async close(): Promise<void> {
     this.closed = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
-    // A refill in progress finishes and finds the pool closed: it disposes of what it made.
+    // A start in progress finishes and finds the pool closed: it disposes of what it made.
     await this.drain('shutdown');
-    while (this.filling) await new Promise((resolve) => setTimeout(resolve, 20));
+    while (this.starting > 0) await new Promise((resolve) => setTimeout(resolve, 20));
   }
 
   private lastStale = false;
@@ -194,48 +195,50 @@ export class EnginePool {
     return undefined;
   }
 
-  /** Starts filling unless a fill runs already; fills one engine at a time up to the pool size. */
+  /**
+   * Starts as many engines as the pool lacks, at once: a pool that refills one by one falls behind runs
+   * that follow each other (an engine takes longer to start than a pooled run to finish). The work is
+   * the same as without a pool, one engine start per run, only done ahead of the request.
+   */
   private refill(): void {
-    if (this.filling || this.closed || !this.enabled) return;
-    this.filling = true;
-    void this.fill().finally(() => {
-      this.filling = false;
-    });
+    if (this.closed || !this.enabled) return;
+    while (this.ready.length + this.starting < this.deps.settings.size) {
+      this.starting += 1;
+      void this.startOne().finally(() => {
+        this.starting -= 1;
+      });
+    }
   }
 
-  private async fill(): Promise<void> {
-    while (!this.closed && this.ready.length < this.deps.settings.size) {
-      // Pooled engines count against SERVICE_MAX_CONTAINERS, but a run that finds the server full takes
-      // a pooled engine's slot (the engine is removed); with no free slot the pool waits for one.
-      let made: Entry | undefined;
-      let reclaimed = false;
-      const slot = this.deps.slots.takeReclaimable(POOL_OWNER_PREFIX, () => {
-        reclaimed = true;
-        if (made) void this.evict(made);
-      });
-      if (!slot) {
-        this.retryLater();
+  private async startOne(): Promise<void> {
+    // Pooled engines count against SERVICE_MAX_CONTAINERS, but a run that finds the server full takes
+    // a pooled engine's slot (the engine is removed); with no free slot the pool waits for one.
+    let made: Entry | undefined;
+    let reclaimed = false;
+    const slot = this.deps.slots.takeReclaimable(POOL_OWNER_PREFIX, () => {
+      reclaimed = true;
+      if (made) void this.evict(made);
+    });
+    if (!slot) {
+      this.retryLater();
+      return;
+    }
+    const started = performance.now();
+    try {
+      const entry = await this.create(slot);
+      made = entry;
+      if (this.closed || reclaimed) {
+        await this.dispose(entry);
+        if (!this.closed) this.retryLater();
         return;
       }
-      const started = performance.now();
-      try {
-        const entry = await this.create(slot);
-        made = entry;
-        if (this.closed || reclaimed) {
-          await this.dispose(entry);
-          if (this.closed) return;
-          this.retryLater();
-          return;
-        }
-        this.ready.push(entry);
-        this.reportSize();
-        this.deps.observer?.refilled(performance.now() - started);
-      } catch (error) {
-        slot.release();
-        this.deps.log.warn({ err: error }, `a pooled engine could not be started; retrying in ${RETRY_MS / 1000} s`);
-        this.retryLater();
-        return;
-      }
+      this.ready.push(entry);
+      this.reportSize();
+      this.deps.observer?.refilled(performance.now() - started);
+    } catch (error) {
+      slot.release();
+      this.deps.log.warn({ err: error }, `a pooled engine could not be started; retrying in ${RETRY_MS / 1000} s`);
+      this.retryLater();
     }
   }
 

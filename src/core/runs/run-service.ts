@@ -84,6 +84,13 @@ export interface AcceptedRun {
   readonly pooled?: PooledEngine;
 }
 
+interface AcceptOptions {
+  readonly caller: Caller;
+  readonly sessionId?: string;
+  /** false: never take a pre-started engine (persistent agents start their own). */
+  readonly pool?: boolean;
+}
+
 export function newRunId(): string {
   return `run-${randomUUID()}`;
 }
@@ -101,7 +108,7 @@ export class RunService {
   /** Everything that can refuse a request, before any container exists. */
   async accept(
     request: RunRequest,
-    options: { readonly caller: Caller; readonly sessionId?: string; readonly slot?: 'now' | 'later' },
+    options: { readonly caller: Caller; readonly sessionId?: string; readonly slot?: 'now' | 'later'; readonly pool?: boolean },
   ): Promise<AcceptedRun> {
     const slot = new RunSlot(this.deps.slots, options.caller.owner);
     // Taken first: a caller at its limit is refused before anything is validated, locked or created.
@@ -157,7 +164,7 @@ export class RunService {
     await accepted.session.release();
   }
 
-  private async acceptWith(request: RunRequest, options: { readonly caller: Caller; readonly sessionId?: string }, slot: RunSlot): Promise<AcceptedRun> {
+  private async acceptWith(request: RunRequest, options: AcceptOptions, slot: RunSlot): Promise<AcceptedRun> {
     const phases = new RunPhases();
     const span = startRunSpan(phases);
     const accepted = await this.acceptPhases(request, options, slot, phases).catch((error: unknown) => {
@@ -170,7 +177,7 @@ export class RunService {
 
   private async acceptPhases(
     request: RunRequest,
-    options: { readonly caller: Caller; readonly sessionId?: string },
+    options: AcceptOptions,
     slot: RunSlot,
     phases: RunPhases,
   ): Promise<Omit<AcceptedRun, 'span'>> {
@@ -195,7 +202,7 @@ export class RunService {
       return this.deps.images.engineBinary(plan.container.image);
     });
     // A run like the default request takes a pre-started engine (and its session) when one is ready.
-    const pooled = await phases.measure('claim', async () => this.deps.pool?.claim(plan, options.caller.owner));
+    const pooled = options.pool === false ? undefined : await phases.measure('claim', async () => this.deps.pool?.claim(plan, options.caller.owner));
     if (pooled) {
       phases.mark();
       return { runId: pooled.runId, plan, session: pooled.session, phases, slot, engineBinary, pooled };
