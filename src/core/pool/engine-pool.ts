@@ -74,6 +74,7 @@ export class EnginePool {
   private starting = 0;
   /** Container names of engines no run has claimed, from before their creation until their removal. */
   private readonly unclaimed = new Set<string>();
+  private readonly unclaimedSessions = new Set<string>();
   private closed = false;
   private retryTimer: NodeJS.Timeout | undefined;
 
@@ -89,6 +90,11 @@ export class EnginePool {
     return [...this.unclaimed];
   }
 
+  /** What the pool holds on disk now: its engines' session ids and run ids (their configuration directories). */
+  ownFiles(): { readonly sessionIds: string[]; readonly runIds: string[] } {
+    return { sessionIds: [...this.unclaimedSessions], runIds: [...this.unclaimed].map((name) => name.replace(/^berth-/, '')) };
+  }
+
   get enabled(): boolean {
     return this.deps.settings.size > 0;
   }
@@ -100,6 +106,11 @@ export class EnginePool {
     const removed = await this.deps.sessions.removeUnused(POOL_OWNER_PREFIX);
     if (removed > 0) this.deps.log.info({ removed }, 'removed the unused sessions of pooled engines a previous process left');
     this.refill();
+  }
+
+  /** Whether the run's plan is one a pooled engine can serve (whether one is ready or not). */
+  matches(plan: RunPlan): boolean {
+    return poolMissReason(plan, this.deps.template) === undefined;
   }
 
   /**
@@ -124,6 +135,7 @@ export class EnginePool {
     // From here the caller's slot covers the container.
     entry.releaseSlot();
     this.unclaimed.delete(containerName(entry.runId));
+    this.unclaimedSessions.delete(entry.session.sessionId);
     this.deps.observer?.hit(performance.now() - started);
     this.refill();
     return entry;
@@ -262,6 +274,7 @@ export class EnginePool {
     if (!image) throw new Error(`the agent image ${template.container.image} is not present`);
     this.unclaimed.add(containerName(runId));
     const session = await sessions.prepare(template.session, template.workdir, { owner: `${POOL_OWNER_PREFIX}${runId}`, runId });
+    this.unclaimedSessions.add(session.sessionId);
     let containerId: string | undefined;
     let attached: AttachedContainer | undefined;
     try {
@@ -276,6 +289,7 @@ export class EnginePool {
       await container.inputs.remove(runId);
       await session.release();
       this.unclaimed.delete(containerName(runId));
+      this.unclaimedSessions.delete(session.sessionId);
       throw error;
     }
     const entry: Entry = {
@@ -316,6 +330,7 @@ export class EnginePool {
     entry.releaseSlot();
     await entry.session.release().catch(() => undefined);
     this.unclaimed.delete(containerName(entry.runId));
+    this.unclaimedSessions.delete(entry.session.sessionId);
   }
 
   private reportSize(): void {

@@ -35,7 +35,7 @@ export type RunPhase = (typeof RUN_PHASES)[number];
 export const OPTIONAL_PHASES: ReadonlySet<RunPhase> = new Set(['queue', 'compose_build', 'compose_start', 'compose_healthy']);
 
 /** The phases in which a run gets its container: made for it, or taken from the pool. */
-export const CONTAINER_PHASES = { created: ['create', 'start'], pooled: ['claim'] } as const satisfies Record<string, readonly RunPhase[]>;
+export const CONTAINER_PHASES = { created: ['session', 'create', 'start'], pooled: ['claim'] } as const satisfies Record<string, readonly RunPhase[]>;
 
 export type PhaseDurations = Partial<Record<RunPhase, number>>;
 

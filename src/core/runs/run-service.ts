@@ -87,6 +87,8 @@ export interface AcceptedRun {
 interface AcceptOptions {
   readonly caller: Caller;
   readonly sessionId?: string;
+  /** 'later': an async job, which waits for its container slot while pending. */
+  readonly slot?: 'now' | 'later';
   /** false: never take a pre-started engine (persistent agents start their own). */
   readonly pool?: boolean;
 }
@@ -108,7 +110,7 @@ export class RunService {
   /** Everything that can refuse a request, before any container exists. */
   async accept(
     request: RunRequest,
-    options: { readonly caller: Caller; readonly sessionId?: string; readonly slot?: 'now' | 'later'; readonly pool?: boolean },
+    options: AcceptOptions,
   ): Promise<AcceptedRun> {
     const slot = new RunSlot(this.deps.slots, options.caller.owner);
     // Taken first: a caller at its limit is refused before anything is validated, locked or created.
@@ -202,7 +204,7 @@ export class RunService {
       return this.deps.images.engineBinary(plan.container.image);
     });
     // A run like the default request takes a pre-started engine (and its session) when one is ready.
-    const pooled = options.pool === false ? undefined : await phases.measure('claim', async () => this.deps.pool?.claim(plan, options.caller.owner));
+    const pooled = this.mayUsePool(options, slot, plan) ? await phases.measure('claim', async () => this.deps.pool?.claim(plan, options.caller.owner)) : undefined;
     if (pooled) {
       phases.mark();
       return { runId: pooled.runId, plan, session: pooled.session, phases, slot, engineBinary, pooled };
@@ -218,6 +220,23 @@ export class RunService {
     );
     phases.mark();
     return { runId, plan, session, phases, slot, engineBinary };
+  }
+
+  /**
+   * Whether the run may take a pre-started engine: not for agents, and an async job only when it can take
+   * its container slot now (a pooled engine must not be held by a job still waiting for one).
+   */
+  private mayUsePool(options: AcceptOptions, slot: RunSlot, plan: RunPlan): boolean {
+    if (options.pool === false || !this.deps.pool?.enabled) return false;
+    if (options.slot !== 'later') return true;
+    // A miss is counted by claim(); an async job that cannot match keeps waiting for its slot as before.
+    if (!this.deps.pool.matches(plan)) return true;
+    try {
+      slot.take();
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /** The stack's images that are not built must be on the host: Berth never pulls implicitly. */
