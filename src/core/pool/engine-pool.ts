@@ -75,6 +75,7 @@ export class EnginePool {
   /** Container names of engines no run has claimed, from before their creation until their removal. */
   private readonly unclaimed = new Set<string>();
   private readonly unclaimedSessions = new Set<string>();
+  private readonly removals = new Set<Promise<void>>();
   private closed = false;
   private retryTimer: NodeJS.Timeout | undefined;
 
@@ -163,6 +164,7 @@ export class EnginePool {
     // A start in progress finishes and finds the pool closed: it disposes of what it made.
     await this.drain('shutdown');
     while (this.starting > 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    await Promise.allSettled([...this.removals]);
   }
 
   private lastStale = false;
@@ -272,9 +274,18 @@ export class EnginePool {
       this.deps.engineBinary(),
     ]);
     if (!image) throw new Error(`the agent image ${template.container.image} is not present`);
+    // Named before anything exists: whoever looks at containers or sessions can tell the pool's apart.
+    const sessionId = randomUUID();
     this.unclaimed.add(containerName(runId));
-    const session = await sessions.prepare(template.session, template.workdir, { owner: `${POOL_OWNER_PREFIX}${runId}`, runId });
-    this.unclaimedSessions.add(session.sessionId);
+    this.unclaimedSessions.add(sessionId);
+    let session: PreparedSession;
+    try {
+      session = await sessions.prepare(template.session, template.workdir, { owner: `${POOL_OWNER_PREFIX}${runId}`, runId, presetId: sessionId });
+    } catch (error) {
+      this.unclaimed.delete(containerName(runId));
+      this.unclaimedSessions.delete(sessionId);
+      throw error;
+    }
     let containerId: string | undefined;
     let attached: AttachedContainer | undefined;
     try {
@@ -289,7 +300,7 @@ export class EnginePool {
       await container.inputs.remove(runId);
       await session.release();
       this.unclaimed.delete(containerName(runId));
-      this.unclaimedSessions.delete(session.sessionId);
+      this.unclaimedSessions.delete(sessionId);
       throw error;
     }
     const entry: Entry = {
@@ -323,9 +334,18 @@ export class EnginePool {
   }
 
   /** Removes an unclaimed engine: its container, inputs, slot and its never-used session. */
-  private async dispose(entry: Entry): Promise<void> {
+  private dispose(entry: Entry): Promise<void> {
+    // Tracked, so that close() waits for removals started in the background (evictions, stale engines).
+    const removal = this.removeEngine(entry).finally(() => this.removals.delete(removal));
+    this.removals.add(removal);
+    return removal;
+  }
+
+  private async removeEngine(entry: Entry): Promise<void> {
+    await this.deps.runtime.removeContainer(entry.containerId).catch((error: unknown) => {
+      this.deps.log.error({ err: error, runId: entry.runId }, 'a pooled engine\'s container could not be removed; the reaper will at the next start');
+    });
     entry.attached.close();
-    await this.deps.runtime.removeContainer(entry.containerId).catch(() => undefined);
     await this.deps.container.inputs.remove(entry.runId);
     entry.releaseSlot();
     await entry.session.release().catch(() => undefined);
