@@ -25,8 +25,10 @@ after(async () => {
 
 /** Entries of the sessions directory, but the sessions of engines the pool started ahead of any request. */
 async function requestSessions(): Promise<string[]> {
+  // Listed first, then the pool asked: it names its sessions before their directories exist.
+  const entries = await readdir(t.config.agent.sessionsDir);
   const pooled = new Set(t.berth.pool.ownFiles().sessionIds);
-  return (await readdir(t.config.agent.sessionsDir)).filter((name) => !pooled.has(name));
+  return entries.filter((name) => !pooled.has(name));
 }
 
 const text = fc.oneof(fc.string({ maxLength: 40 }), fc.string({ unit: 'grapheme', maxLength: 40 }), fc.constantFrom('', '/', '..', '/etc', '/workspace', '$(id)', 'a\u0000b', 'x'.repeat(3000)));

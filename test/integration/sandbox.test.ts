@@ -40,8 +40,10 @@ describe('sandbox rules with real mounts', () => {
   async function refused(body: object, pattern: RegExp) {
     const before = created;
     const requestSessions = async () => {
+      // Listed first, then the pool asked: it names its sessions before their directories exist.
+      const entries = await readdir(t.config.agent.sessionsDir);
       const pooled = new Set(t.berth.pool.ownFiles().sessionIds);
-      return (await readdir(t.config.agent.sessionsDir)).filter((name) => !pooled.has(name));
+      return entries.filter((name) => !pooled.has(name));
     };
     const sessionsBefore = await requestSessions();
     const response = await t.request('POST', '/run', body);

@@ -112,9 +112,10 @@ describe('no_persistence', () => {
     const { session_id } = await run({ prompt: 'say: forget me', engine: { no_persistence: true } });
     assert.equal(existsSync(join(sessionsDir(), session_id)), false);
     // The pool's engines have configuration directories of their own, ready ahead of any request.
+    const runDirs = readdirSync(join(sessionsDir(), '.runs'));
     const pooled = new Set(t.berth.pool.ownFiles().runIds);
     assert.deepEqual(
-      readdirSync(join(sessionsDir(), '.runs')).filter((name) => !pooled.has(name.replace(/\.session$/, ''))),
+      runDirs.filter((name) => !pooled.has(name.replace(/\.session$/, ''))),
       [],
       'its configuration directory went with the run',
     );
@@ -227,9 +228,10 @@ describe('session ids', () => {
   it('like ../../etc or sess-example123 name no session on the paths (404), are a 400 in a run, and touch no file', async () => {
     // Files of the pool's engines (started ahead of any request, in the background) are not these requests' doing.
     const files = () => {
+      const listed = readdirSync(sessionsDir(), { recursive: true }) as string[];
       const { sessionIds, runIds } = t.berth.pool.ownFiles();
       const pooled = [...sessionIds, ...runIds];
-      return (readdirSync(sessionsDir(), { recursive: true }) as string[]).filter((path) => !pooled.some((id) => path.includes(id))).sort();
+      return listed.filter((path) => !pooled.some((id) => path.includes(id))).sort();
     };
     const before = files();
     for (const [method, path] of [
