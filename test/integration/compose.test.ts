@@ -12,24 +12,17 @@ import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { stringify } from 'yaml';
-import { startTestBerth, type TestBerth } from '../support/berth.js';
-import { STACK_INSTANCE_LABEL } from '../../src/runtime/container-runtime.js';
+import { stackResourcesOf, startTestBerth, type TestBerth } from '../support/berth.js';
 
 const exec = promisify(execFile);
 const REDIS = 'localhost/berth-test-redis:bookworm';
 
 let project: string;
 
-/** Every container, network and volume a Berth instance's stacks have (by label, through the podman CLI). */
+/** Every container, network and volume a Berth instance's stacks have, as "kind name". */
 async function stackResources(t: TestBerth): Promise<string[]> {
-  const filter = `label=${STACK_INSTANCE_LABEL}=${t.config.instanceName}`;
-  const list = async (kind: string, args: string[]) =>
-    (await exec('podman', args)).stdout.split('\n').filter(Boolean).map((name) => `${kind} ${name}`);
-  return [
-    ...(await list('container', ['ps', '-a', '--filter', filter, '--format', '{{.Names}}'])),
-    ...(await list('network', ['network', 'ls', '--filter', filter, '--format', '{{.Name}}'])),
-    ...(await list('volume', ['volume', 'ls', '--filter', filter, '--format', '{{.Name}}'])),
-  ];
+  const { containers, networks, volumes } = await stackResourcesOf(t.config.instanceName);
+  return [...containers.map((n) => `container ${n}`), ...networks.map((n) => `network ${n}`), ...volumes.map((n) => `volume ${n}`)];
 }
 
 /** Images Berth built for stacks (label berth.stack-build). */

@@ -26,15 +26,22 @@ export interface TestBerth {
   stop(): Promise<void>;
 }
 
-/** Removes every container, volume and network of an instance's compose stacks (podman CLI). */
-export async function removeStacksOf(instance: string): Promise<void> {
+/** The containers, volumes and networks of an instance's compose stacks, by name (podman CLI: also after a stop). */
+export async function stackResourcesOf(instance: string): Promise<{ containers: string[]; volumes: string[]; networks: string[] }> {
   const filter = `label=${STACK_INSTANCE_LABEL}=${instance}`;
   const names = async (args: string[]) => (await exec('podman', args)).stdout.split('\n').filter(Boolean);
-  const containers = await names(['ps', '-a', '--filter', filter, '--format', '{{.ID}}']);
+  return {
+    containers: await names(['ps', '-a', '--filter', filter, '--format', '{{.Names}}']),
+    volumes: await names(['volume', 'ls', '--filter', filter, '--format', '{{.Name}}']),
+    networks: await names(['network', 'ls', '--filter', filter, '--format', '{{.Name}}']),
+  };
+}
+
+/** Removes every container, volume and network of an instance's compose stacks. */
+export async function removeStacksOf(instance: string): Promise<void> {
+  const { containers, volumes, networks } = await stackResourcesOf(instance);
   if (containers.length > 0) await exec('podman', ['rm', '--force', '--volumes', ...containers]);
-  const volumes = await names(['volume', 'ls', '--filter', filter, '--format', '{{.Name}}']);
   if (volumes.length > 0) await exec('podman', ['volume', 'rm', '--force', ...volumes]);
-  const networks = await names(['network', 'ls', '--filter', filter, '--format', '{{.Name}}']);
   if (networks.length > 0) await exec('podman', ['network', 'rm', '--force', ...networks]);
 }
 

@@ -98,14 +98,18 @@ export class Stacks {
   async init(sessionExists: (sessionId: string) => Promise<boolean>): Promise<void> {
     const { runtime, settings } = this.deps;
     const byInstance = `${STACK_INSTANCE_LABEL}=${settings.instanceName}`;
-    const sessions = new Set<string>();
-    for (const network of await runtime.listNetworks(byInstance)) sessions.add(network.labels[STACK_LABEL] ?? '');
-    for (const container of await runtime.listContainers(byInstance)) sessions.add(container.labels[STACK_LABEL] ?? '');
-    for (const volume of await runtime.listVolumes(byInstance)) sessions.add(volume.labels[STACK_LABEL] ?? '');
+    // Listed once, grouped by session: the network says a stack was made whole, the containers its services.
+    const networks = await runtime.listNetworks(byInstance);
+    const containers = await runtime.listContainers(byInstance);
+    const volumes = await runtime.listVolumes(byInstance);
+    const sessions = new Set([...networks, ...containers, ...volumes].map((resource) => resource.labels[STACK_LABEL] ?? ''));
     for (const sessionId of sessions) {
-      const network = (await runtime.listNetworks(`${STACK_LABEL}=${sessionId}`))[0];
+      const network = networks.find((candidate) => candidate.labels[STACK_LABEL] === sessionId);
       if (sessionId !== '' && network && (await sessionExists(sessionId))) {
-        const services = (await runtime.listContainers(`${STACK_LABEL}=${sessionId}`)).map((c) => c.labels[SERVICE_LABEL] ?? '').filter(Boolean);
+        const services = containers
+          .filter((container) => container.labels[STACK_LABEL] === sessionId)
+          .map((container) => container.labels[SERVICE_LABEL] ?? '')
+          .filter(Boolean);
         // Last use before the restart is not known: the TTL counts from now.
         this.live.set(sessionId, { sessionId, hash: network.labels[STACK_HASH_LABEL] ?? '', services, users: 0, lastUsedMs: Date.now() });
         continue;
@@ -412,12 +416,10 @@ export class Stacks {
     const networks = await runtime.listNetworks(label);
     const hashes = networks.map((network) => network.labels[STACK_HASH_LABEL]).filter((hash): hash is string => hash !== undefined);
     for (const network of networks) await runtime.removeNetwork(network.name);
-    if (settings.removeBuiltImages) {
-      for (const hash of hashes) {
-        for (const image of await runtime.listImages()) {
-          // An image another stack of the same definition still uses is kept (removeImage answers false).
-          if (image.labels[STACK_BUILD_LABEL] === hash) await runtime.removeImage(image.id).catch(() => false);
-        }
+    if (settings.removeBuiltImages && hashes.length > 0) {
+      for (const image of await runtime.listImages()) {
+        // An image another stack of the same definition still uses is kept (removeImage answers false).
+        if (hashes.includes(image.labels[STACK_BUILD_LABEL] ?? '')) await runtime.removeImage(image.id).catch(() => false);
       }
     }
     return containers.length + volumes.length + networks.length > 0;

@@ -76,6 +76,8 @@ export class EnginePool {
   private readonly unclaimed = new Set<string>();
   private readonly unclaimedSessions = new Set<string>();
   private readonly removals = new Set<Promise<void>>();
+  /** Whether the last takeFresh() found engines but none fit (stale or dead), for the miss reason. */
+  private lastStale = false;
   private closed = false;
   private retryTimer: NodeJS.Timeout | undefined;
 
@@ -166,8 +168,6 @@ export class EnginePool {
     while (this.starting > 0) await new Promise((resolve) => setTimeout(resolve, 20));
     await Promise.allSettled([...this.removals]);
   }
-
-  private lastStale = false;
 
   /**
    * The oldest ready engine that is still running, younger than SERVICE_POOL_MAX_AGE, and made with the

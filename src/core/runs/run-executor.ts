@@ -115,15 +115,7 @@ export class RunExecutor {
       return await this.supervise(containerId, context, () => staged?.release());
     } finally {
       await staged?.release();
-      if (containerId !== undefined) {
-        const id = containerId;
-        await phases
-          .measure('remove', () => runtime.removeContainer(id))
-          .catch((error: unknown) => {
-            this.deps.log.error({ err: error, runId, containerId: id }, 'container removal failed; the reaper will retry at next start');
-          });
-      }
-      await this.deps.inputs.remove(runId);
+      await this.cleanUp(context, containerId);
     }
   }
 
@@ -145,10 +137,7 @@ export class RunExecutor {
         return { output: engine.attached.output, close: () => engine.attached.close() };
       });
     } finally {
-      await context.phases
-        .measure('remove', () => runtime.removeContainer(engine.containerId))
-        .catch((error: unknown) => this.deps.log.error({ err: error, runId: context.runId }, 'container removal failed; the reaper will retry at next start'));
-      await this.deps.inputs.remove(context.runId);
+      await this.cleanUp(context, engine.containerId);
     }
   }
 
@@ -166,11 +155,20 @@ export class RunExecutor {
         return { output: runtime.followOutput(container.id, following.signal), close: () => following.abort() };
       });
     } finally {
-      await context.phases
-        .measure('remove', () => runtime.removeContainer(container.id))
-        .catch((error: unknown) => this.deps.log.error({ err: error, runId: context.runId }, 'container removal failed; the reaper will retry at next start'));
-      await this.deps.inputs.remove(context.runId);
+      await this.cleanUp(context, container.id);
     }
+  }
+
+  /** Every run ends here, however it ended: its container removed (phase `remove`) and its input files. */
+  private async cleanUp(context: RunContext, containerId: string | undefined): Promise<void> {
+    if (containerId !== undefined) {
+      await context.phases
+        .measure('remove', () => this.deps.runtime.removeContainer(containerId))
+        .catch((error: unknown) => {
+          this.deps.log.error({ err: error, runId: context.runId, containerId }, 'container removal failed; the reaper will retry at next start');
+        });
+    }
+    await this.deps.inputs.remove(context.runId);
   }
 
   /** `started` releases what is only needed until the container has started (the volumes' staging mounts). */

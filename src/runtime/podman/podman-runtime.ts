@@ -319,16 +319,15 @@ export class PodmanRuntime implements ContainerRuntime {
   }
 
   async secretId(name: string): Promise<string | undefined> {
-    const secret = await this.client.jsonIfFound<LibpodSecret & { ID?: string }>(`/secrets/${encodeURIComponent(name)}/json`);
-    return secret?.Spec.Name === name ? secret.ID : undefined;
-  }
-
-  async secretExists(name: string): Promise<boolean> {
     // Podman resolves a secret by name, by full id or by a unique id prefix; only an exact name counts here,
     // or `secrets_env: {"X": "3"}` would reach whichever secret's id starts with 3 (Berth's own included).
     // (At creation Podman looks names up before ids, so the exact name found here is the one mounted.)
-    const secret = await this.client.jsonIfFound<LibpodSecret>(`/secrets/${encodeURIComponent(name)}/json`);
-    return secret?.Spec.Name === name;
+    const secret = await this.client.jsonIfFound<LibpodSecret & { ID?: string }>(`/secrets/${encodeURIComponent(name)}/json`);
+    return secret?.Spec.Name === name ? (secret.ID ?? '') : undefined;
+  }
+
+  async secretExists(name: string): Promise<boolean> {
+    return (await this.secretId(name)) !== undefined;
   }
 
   async listSecrets(): Promise<string[]> {
