@@ -143,7 +143,7 @@ async function counter(url: string, name: string): Promise<number> {
 
 async function poolReady(size: number): Promise<void> {
   const deadline = Date.now() + 30_000;
-  while ((await counter(pooled.metricsUrl, 'berth_pool_ready')) < size && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  while ((await counter(pooled.metricsUrl, 'berth_pool_ready{pool="run"}')) < size && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
 }
 
 /** Milliseconds from GET /run/stream to its first `output` frame (the stream is read to its end). */
@@ -228,9 +228,9 @@ try {
       await timed(() => berthBatch(perRound, concurrency), level.berth);
       // Each round starts as a user would find the service after a pause: the pool full.
       await poolReady(pooledConfig.pool.size);
-      const hitsBefore = await counter(pooled.metricsUrl, 'berth_pool_hits_total');
+      const hitsBefore = await counter(pooled.metricsUrl, 'berth_pool_hits_total{pool="run"}');
       await timed(() => pooledBatch(perRound, concurrency), level.pooled);
-      level.hits += (await counter(pooled.metricsUrl, 'berth_pool_hits_total')) - hitsBefore;
+      level.hits += (await counter(pooled.metricsUrl, 'berth_pool_hits_total{pool="run"}')) - hitsBefore;
       level.runs += perRound;
       process.stderr.write(`  concurrency ${concurrency}, round ${round + 1}/${rounds}: ${level.runs} runs each\n`);
     }
@@ -265,7 +265,7 @@ try {
     process.stderr.write(`soak: ${soakRuns} POST /run at concurrency 8 (pool on)…\n`);
     const soakSide = side();
     await timed(() => pooledBatch(soakRuns, 8), soakSide);
-    const pooledNow = new Set(pooled.pool.ownContainerNames());
+    const pooledNow = new Set(pooled.pools.ownContainerNames());
     const left = (await pooled.runtime.listContainers(`${INSTANCE_LABEL}=${pooledConfig.instanceName}`)).filter((c) => !pooledNow.has(c.names[0] ?? '')).length;
     const s = summary(soakSide, soakRuns);
     soak = { runs: soakRuns, ...s, p95_over_p50: Math.round((s.p95_ms / s.p50_ms) * 100) / 100, containers_left: left };

@@ -83,9 +83,10 @@ export interface Config {
   readonly jobs: {
     readonly retentionMs: number;
   };
-  /** Pre-started engines for runs like the default request (core/pool). */
+  /** Pre-started engines for runs and for persistent agents like the default request (core/pool). */
   readonly pool: {
     readonly size: number;
+    readonly agentSize: number;
     readonly maxAgeMs: number;
   };
   /** Compose environments (container.environment; docs/compose.md). */
@@ -418,6 +419,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     pool: {
       size: read.int('SERVICE_POOL_SIZE', 2, 0, 64),
+      agentSize: read.int('SERVICE_AGENT_POOL_SIZE', 1, 0, 64),
       maxAgeMs: read.duration('SERVICE_POOL_MAX_AGE', '10m'),
     },
     compose: {

@@ -25,7 +25,8 @@ import { reapLeftovers } from './core/reaper.js';
 import { SessionStore } from './core/sessions/session-store.js';
 import { SessionService } from './core/sessions/session-service.js';
 import { Stacks } from './core/compose/stacks.js';
-import { EnginePool } from './core/pool/engine-pool.js';
+import { EnginePool, type PoolKind } from './core/pool/engine-pool.js';
+import { EnginePools } from './core/pool/engine-pools.js';
 import { validateRunRequest } from './core/validation/validate-run.js';
 import { registerSessionRoutes } from './http/routes/sessions.js';
 import { EngineAccess } from './core/engine-access.js';
@@ -57,7 +58,8 @@ export interface RunningBerth {
   readonly metricsUrl: string;
   readonly runtime: PodmanRuntime;
   readonly engineAccess: EngineAccess;
-  readonly pool: EnginePool;
+  /** The pre-started engines of runs and agents (SERVICE_POOL_SIZE, SERVICE_AGENT_POOL_SIZE). */
+  readonly pools: EnginePools;
   stop(): Promise<void>;
 }
 
@@ -213,26 +215,30 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     const executor = new RunExecutor({ ...containerSettings, runtime, volumeStaging, log: logger });
     const slots = new ContainerSlots({ total: config.maxContainers, perCaller: config.maxContainersPerCaller });
     const images = new ImageCheck(runtime, config.agent.mountEngine ? 'mounted' : 'in-image');
-    // Pre-started engines for runs like the default request; removed at stop before the runs drain.
-    const pool = new EnginePool({
-      settings: config.pool,
-      runtime,
-      sessions,
-      container: containerSettings,
-      slots,
-      template: await validateRunRequest({ prompt: 'pooled engine' }, { config, secretExists: async () => true }),
-      engineBinary: () => images.engineBinary(config.agent.image),
-      log: logger,
-      observer: {
-        size: (ready) => metrics.poolReady.set(ready),
-        hit: (ms) => {
-          metrics.poolHits.inc();
-          metrics.poolClaim.observe(ms / 1000);
+    // Pre-started engines for runs and for agents like the default request; removed at stop before the runs drain.
+    const template = await validateRunRequest({ prompt: 'pooled engine' }, { config, secretExists: async () => true });
+    const enginePool = (kind: PoolKind, size: number) =>
+      new EnginePool({
+        kind,
+        settings: { size, maxAgeMs: config.pool.maxAgeMs },
+        runtime,
+        sessions,
+        container: containerSettings,
+        slots,
+        template,
+        engineBinary: () => images.engineBinary(config.agent.image),
+        log: logger,
+        observer: {
+          size: (ready) => metrics.poolReady.set({ pool: kind }, ready),
+          hit: (ms) => {
+            metrics.poolHits.inc({ pool: kind });
+            metrics.poolClaim.observe({ pool: kind }, ms / 1000);
+          },
+          miss: (reason) => metrics.poolMisses.inc({ pool: kind, reason }),
+          refilled: (ms) => metrics.poolRefill.observe({ pool: kind }, ms / 1000),
         },
-        miss: (reason) => metrics.poolMisses.inc({ reason }),
-        refilled: (ms) => metrics.poolRefill.observe(ms / 1000),
-      },
-    });
+      });
+    const pools = new EnginePools(enginePool('run', config.pool.size), enginePool('agent', config.pool.agentSize));
     const runs = new RunService({
       config,
       runtime,
@@ -241,7 +247,8 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       executor,
       engineAccess,
       slots,
-      pool,
+      pool: pools.run,
+      agentPool: pools.agent,
       webhookDestinations,
       log: logger,
       shutdownSignal: shutdown.signal,
@@ -278,11 +285,11 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     await jobs.start();
 
     stopFirst.push(async () => {
-      await pool.close();
+      await pools.close();
       shutdown.abort();
       await runs.drain();
     });
-    await pool.start();
+    await pools.start();
 
     // Persistent agents: one container each, stopped (and removed) at shutdown before the listener closes.
     const agents = new AgentService({
@@ -353,7 +360,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       metricsUrl: `http://${config.metricsAddress.host}:${metricsServer.port}/metrics`,
       runtime: podman,
       engineAccess,
-      pool,
+      pools,
       stop: stopAll,
     };
   } catch (error) {

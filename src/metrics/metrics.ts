@@ -35,12 +35,13 @@ export interface Metrics {
   readonly containersRunning: Gauge;
   /** Compose stacks that exist (container.environment). */
   readonly composeStacks: Gauge;
-  readonly poolReady: Gauge;
-  readonly poolHits: Counter;
+  /** Label pool: run or agent (core/pool/engine-pool.ts PoolKind), on every pool metric. */
+  readonly poolReady: Gauge<'pool'>;
+  readonly poolHits: Counter<'pool'>;
   /** Label: reason (core/pool/pool-match.ts MissReason). */
-  readonly poolMisses: Counter<'reason'>;
-  readonly poolClaim: Histogram;
-  readonly poolRefill: Histogram;
+  readonly poolMisses: Counter<'pool' | 'reason'>;
+  readonly poolClaim: Histogram<'pool'>;
+  readonly poolRefill: Histogram<'pool'>;
   /** Label: status (a job status). */
   readonly jobs: Gauge<'status'>;
   /** Label: status (an agent status). */
@@ -98,30 +99,34 @@ export function createMetrics(): Metrics {
     }),
     poolReady: new Gauge({
       name: `${PREFIX}pool_ready`,
-      help: 'Pre-started engines ready to be claimed (SERVICE_POOL_SIZE).',
+      help: 'Pre-started engines ready to be claimed, by pool: run (SERVICE_POOL_SIZE) or agent (SERVICE_AGENT_POOL_SIZE).',
+      labelNames: ['pool'],
       registers,
     }),
     poolHits: new Counter({
       name: `${PREFIX}pool_hits_total`,
-      help: 'Runs that took a pre-started engine.',
+      help: 'Runs and agents that took a pre-started engine.',
+      labelNames: ['pool'],
       registers,
     }),
     poolMisses: new Counter({
       name: `${PREFIX}pool_misses_total`,
-      help: 'Runs that did not take a pre-started engine, by reason (session, image, workdir, volumes, secrets, limits, lifecycle, environment, engine_options, untitled, empty, stale).',
-      labelNames: ['reason'],
+      help: 'Runs and agents that did not take a pre-started engine, by reason (session, image, workdir, volumes, secrets, limits, lifecycle, environment, engine_options, untitled, empty, stale).',
+      labelNames: ['pool', 'reason'],
       registers,
     }),
     poolClaim: new Histogram({
       name: `${PREFIX}pool_claim_seconds`,
-      help: 'Time to hand a pre-started engine to a run.',
+      help: 'Time to hand a pre-started engine to a run or agent.',
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25],
+      labelNames: ['pool'],
       registers,
     }),
     poolRefill: new Histogram({
       name: `${PREFIX}pool_refill_seconds`,
-      help: 'Time to start one pre-started engine.',
+      help: 'Time to start one pre-started engine (an agent\'s until it answered its handshake).',
       buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
+      labelNames: ['pool'],
       registers,
     }),
     composeStacks: new Gauge({

@@ -5,60 +5,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { startTestBerth, type TestBerth } from '../support/berth.js';
-
-interface Frame {
-  readonly event: string;
-  readonly data: any;
-}
-
-/** Follows an agent's event stream, collecting frames until it ends or `until` is satisfied. */
-function follow(url: string, until: (frames: Frame[]) => boolean = () => false) {
-  const frames: Frame[] = [];
-  const controller = new AbortController();
-  const ready = fetch(url, { signal: controller.signal });
-  const done = (async () => {
-    const response = await ready;
-    assert.equal(response.status, 200);
-    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
-    let buffer = '';
-    try {
-      for (;;) {
-        const { value, done: ended } = await reader.read();
-        if (ended) return frames;
-        buffer += value;
-        let end: number;
-        while ((end = buffer.indexOf('\n\n')) >= 0) {
-          const block = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          const event = /^event: (.*)$/m.exec(block)?.[1];
-          const data = /^data: (.*)$/m.exec(block)?.[1];
-          if (event !== undefined && data !== undefined) frames.push({ event, data: JSON.parse(data) });
-        }
-        if (until(frames)) {
-          controller.abort();
-          return frames;
-        }
-      }
-    } catch (error) {
-      if (controller.signal.aborted) return frames;
-      throw error;
-    }
-  })();
-  return { frames, done, ready, stop: () => controller.abort() };
-}
-
-const types = (frames: Frame[]) => frames.map((f) => f.event);
-const turnEnded = (turnId: string) => (frames: Frame[]) => frames.some((f) => (f.event === 'turn_end' || f.event === 'error') && f.data.turn_id === turnId);
-
-async function waitForStatus(t: TestBerth, id: string, status: string, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const { body } = await t.request('GET', `/agents/${id}`);
-    if (body.status === status) return body;
-    if (Date.now() > deadline) assert.fail(`agent ${id} is ${body.status}, not ${status}`);
-    await delay(50);
-  }
-}
+import { follow, turnEnded, types, waitForStatus, type Frame } from '../support/agents.js';
 
 describe('persistent agents', { timeout: 120_000 }, () => {
   let t: TestBerth;
@@ -126,7 +73,9 @@ describe('persistent agents', { timeout: 120_000 }, () => {
   });
 
   test('send is refused with 503 while starting and 409 while generating; DELETE ends the stream and later sends get 410', async () => {
-    const { body: agent } = await t.request('POST', '/agents', {});
+    // Engine options no pre-started engine has: this agent starts its own engine (a pooled one is idle at once).
+    const { body: agent } = await t.request('POST', '/agents', { engine: { model: 'claude-opus-4-1' } });
+    assert.equal(agent.status, 'starting');
     const starting = await t.request('POST', `/agents/${agent.id}/send`, { prompt: 'say: too early' });
     assert.equal(starting.status, 503, JSON.stringify(starting.body));
     assert.equal(starting.body.status, 'error');

@@ -72,7 +72,7 @@ test('at start-up Berth removes containers a previous process of the same instan
     try {
       // Listed first, then the pool asked: it names its engines before they exist, so none listed is missed.
       const listed = await containersOf(instance);
-      const pooled = new Set(second.berth.pool.ownContainerNames());
+      const pooled = new Set(second.berth.pools.ownContainerNames());
       assert.deepEqual(listed.filter((name) => !pooled.has(name)), []);
       assert.ok((await containersOf('someone-else')).includes(`other-${instance}`), 'another instance\'s containers are not touched');
     } finally {

@@ -10,6 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { startOfflineModel, type OfflineModel } from '../../src/offline-model/server.js';
 import { startTestBerth, type TestBerth } from '../support/berth.js';
 import { INSTANCE_LABEL } from '../../src/runtime/container-runtime.js';
+import { follow, turnEnded, waitForStatus } from '../support/agents.js';
 
 const exec = promisify(execFile);
 
@@ -20,10 +21,10 @@ async function metric(t: TestBerth, name: string): Promise<number> {
   return match ? Number(match[1]) : 0;
 }
 
-async function poolReady(t: TestBerth, count: number): Promise<void> {
+async function poolReady(t: TestBerth, count: number, pool: 'run' | 'agent' = 'run'): Promise<void> {
   const deadline = Date.now() + 30_000;
-  while ((await metric(t, 'berth_pool_ready')) < count) {
-    if (Date.now() > deadline) throw new Error(`the pool did not fill to ${count}`);
+  while ((await metric(t, `berth_pool_ready{pool="${pool}"}`)) < count) {
+    if (Date.now() > deadline) throw new Error(`the ${pool} pool did not fill to ${count}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
@@ -48,12 +49,12 @@ describe('a pooled run is a run', () => {
 
   it('answers like a run without the pool: output, usage, a resumable session with its history and title', async () => {
     await poolReady(pooled, 2);
-    const hitsBefore = await metric(pooled, 'berth_pool_hits_total');
+    const hitsBefore = await metric(pooled, 'berth_pool_hits_total{pool="run"}');
     const hit = await pooled.request('POST', '/run', { prompt: 'say: twin' });
     const miss = await fresh.request('POST', '/run', { prompt: 'say: twin' });
     assert.equal(hit.status, 200, JSON.stringify(hit.body));
     assert.equal(miss.status, 200, JSON.stringify(miss.body));
-    assert.equal(await metric(pooled, 'berth_pool_hits_total'), hitsBefore + 1, 'the run took a pooled engine');
+    assert.equal(await metric(pooled, 'berth_pool_hits_total{pool="run"}'), hitsBefore + 1, 'the run took a pooled engine');
     assert.deepEqual(Object.keys(hit.body).sort(), Object.keys(miss.body).sort());
     assert.equal(hit.body.output, miss.body.output);
     assert.deepEqual(hit.body.usage, miss.body.usage);
@@ -75,7 +76,7 @@ describe('a pooled run is a run', () => {
 
   it('streams and async jobs take pooled engines too', async () => {
     await poolReady(pooled, 2);
-    const hitsBefore = await metric(pooled, 'berth_pool_hits_total');
+    const hitsBefore = await metric(pooled, 'berth_pool_hits_total{pool="run"}');
     const stream = await fetch(`${pooled.url}/run/stream?prompt=${encodeURIComponent('say: streamed')}`);
     const events = await stream.text();
     assert.match(events, /streamed/);
@@ -87,7 +88,7 @@ describe('a pooled run is a run', () => {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     assert.equal(status, 'completed');
-    assert.equal(await metric(pooled, 'berth_pool_hits_total'), hitsBefore + 2);
+    assert.equal(await metric(pooled, 'berth_pool_hits_total{pool="run"}'), hitsBefore + 2);
   });
 
   it('other requests miss, counted by reason, and still run', async () => {
@@ -99,16 +100,16 @@ describe('a pooled run is a run', () => {
       [{ prompt: 'say: elsewhere', workdir: '/tmp/elsewhere' }, 'workdir'],
     ];
     for (const [request, reason] of cases) {
-      const before = await metric(pooled, `berth_pool_misses_total{reason="${reason}"}`);
+      const before = await metric(pooled, `berth_pool_misses_total{pool="run",reason="${reason}"}`);
       const response = await pooled.request('POST', '/run', request);
       assert.equal(response.status, 200, `${reason}: ${JSON.stringify(response.body)}`);
-      assert.equal(await metric(pooled, `berth_pool_misses_total{reason="${reason}"}`), before + 1, reason);
+      assert.equal(await metric(pooled, `berth_pool_misses_total{pool="run",reason="${reason}"}`), before + 1, reason);
     }
   });
 
   it('timeout, out of memory and cancellation of a pooled run end as for any run, and leave nothing', async () => {
     await poolReady(pooled, 2);
-    const hitsBefore = await metric(pooled, 'berth_pool_hits_total');
+    const hitsBefore = await metric(pooled, 'berth_pool_hits_total{pool="run"}');
     const timedOut = await pooled.request('POST', '/run', { prompt: 'run: /bin/sleep 600', container: { timeout: '3s' } });
     assert.equal(timedOut.status, 500);
     assert.match(timedOut.body.error, /timed out after 3s/);
@@ -136,22 +137,97 @@ describe('a pooled run is a run', () => {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     assert.equal(status, 'cancelled');
-    assert.equal(await metric(pooled, 'berth_pool_hits_total'), hitsBefore + 3, 'all three ran in pooled engines');
+    assert.equal(await metric(pooled, 'berth_pool_hits_total{pool="run"}'), hitsBefore + 3, 'all three ran in pooled engines');
     assert.deepEqual(await pooled.leftovers(), []);
   });
 
   it('a pooled engine that died while waiting is replaced, never handed to a run', async () => {
     await poolReady(pooled, 2);
-    const [victim] = pooled.berth.pool.readyContainers();
+    const [victim] = pooled.berth.pools.run.readyContainers();
     await exec('podman', ['kill', victim!]);
     const deadline = Date.now() + 10_000;
-    while (pooled.berth.pool.readyContainers().includes(victim!) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
-    assert.ok(!pooled.berth.pool.readyContainers().includes(victim!), 'the dead engine left the pool');
+    while (pooled.berth.pools.run.readyContainers().includes(victim!) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.ok(!pooled.berth.pools.run.readyContainers().includes(victim!), 'the dead engine left the pool');
     for (let i = 0; i < 3; i++) {
       const response = await pooled.request('POST', '/run', { prompt: `say: after ${i}` });
       assert.equal(response.status, 200, JSON.stringify(response.body));
     }
     await poolReady(pooled, 2);
+  });
+});
+
+describe('a pooled agent is an agent', () => {
+  let t: TestBerth;
+  before(async () => {
+    t = await startTestBerth({ SERVICE_POOL_SIZE: '0', SERVICE_AGENT_POOL_SIZE: '1' });
+  });
+  after(async () => {
+    await t?.stop();
+  });
+
+  it('is idle as soon as it is spawned, takes turns in one session, and is removed on delete', async () => {
+    await poolReady(t, 1, 'agent');
+    const hitsBefore = await metric(t, 'berth_pool_hits_total{pool="agent"}');
+    const spawned = await t.request('POST', '/agents', {});
+    assert.equal(spawned.status, 200, JSON.stringify(spawned.body));
+    assert.equal(spawned.body.status, 'idle', 'a pre-started engine answered its handshake already');
+    assert.equal(await metric(t, 'berth_pool_hits_total{pool="agent"}'), hitsBefore + 1);
+    const id: string = spawned.body.id;
+    assert.match(id, /^agent-/);
+
+    for (const [index, text] of ['first pooled turn', 'second pooled turn'].entries()) {
+      const stream = follow(`${t.url}/agents/${id}/stream`);
+      await stream.ready;
+      const sent = await t.request('POST', `/agents/${id}/send`, { prompt: `say: ${text}` });
+      assert.equal(sent.status, 200, JSON.stringify(sent.body));
+      const frames = await Promise.race([
+        (async () => {
+          while (!turnEnded(sent.body.turn_id)(stream.frames)) await new Promise((resolve) => setTimeout(resolve, 20));
+          return stream.frames;
+        })(),
+        new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the turn did not end')), 30_000)),
+      ]);
+      stream.stop();
+      assert.ok(frames.some((f) => f.event === 'turn_end'), JSON.stringify(frames));
+      assert.ok(frames.some((f) => f.event === 'output' && String(f.data.content).includes(text)), JSON.stringify(frames));
+      assert.equal((await waitForStatus(t, id, 'idle')).turns_completed, index + 1);
+    }
+    const sessions = (await t.request('GET', '/sessions')).body.sessions as { id: string }[];
+    assert.ok(!sessions.some((session) => session.id === spawned.body.session_id), 'an agent\'s session is hidden, as without the pool');
+
+    assert.equal((await t.request('DELETE', `/agents/${id}`)).status, 204);
+    assert.deepEqual(await t.leftovers(), []);
+  });
+
+  it('sends its first prompt at once, and an agent that needs another engine misses by reason and starts its own', async () => {
+    await poolReady(t, 1, 'agent');
+    const spawned = await t.request('POST', '/agents', { prompt: 'say: first from the pool' });
+    assert.equal(spawned.status, 200, JSON.stringify(spawned.body));
+    assert.equal(spawned.body.status, 'generating', 'the first turn is under way when the spawn answers');
+    assert.equal((await waitForStatus(t, spawned.body.id, 'idle')).turns_completed, 1);
+
+    const missesBefore = await metric(t, 'berth_pool_misses_total{pool="agent",reason="engine_options"}');
+    const own = await t.request('POST', '/agents', { engine: { model: 'claude-opus-4-1' } });
+    assert.equal(own.status, 200, JSON.stringify(own.body));
+    assert.equal(own.body.status, 'starting');
+    assert.equal(await metric(t, 'berth_pool_misses_total{pool="agent",reason="engine_options"}'), missesBefore + 1);
+    await waitForStatus(t, own.body.id, 'idle');
+
+    for (const id of [spawned.body.id, own.body.id]) assert.equal((await t.request('DELETE', `/agents/${id}`)).status, 204);
+    assert.deepEqual(await t.leftovers(), []);
+  });
+
+  it('a stop with a full agent pool leaves no container and no unused session', async () => {
+    await poolReady(t, 1, 'agent');
+    const instance = t.config.instanceName;
+    const sessionsDir = t.config.agent.sessionsDir;
+    const { sessionIds } = t.berth.pools.ownFiles();
+    assert.equal(sessionIds.length, 1, 'the ready engine\'s session');
+    await t.berth.stop();
+    assert.deepEqual(await containersOf(instance), []);
+    const { stdout } = await exec('find', [sessionsDir, '-maxdepth', '1', '-name', '*-*-*-*-*']);
+    // The deleted agents' sessions stay (hidden), as without the pool; the pooled engine's, never used, is gone.
+    for (const id of sessionIds) assert.ok(!stdout.includes(id), `${id} is left in ${stdout}`);
   });
 });
 
@@ -179,11 +255,11 @@ describe('credentials and stopping', () => {
       await model.close();
       const next: OfflineModel = await startOfflineModel({ host: '0.0.0.0', port: model.port, apiKey: rotated });
       try {
-        const staleBefore = await metric(t, 'berth_pool_misses_total{reason="stale"}');
+        const staleBefore = await metric(t, 'berth_pool_misses_total{pool="run",reason="stale"}');
         const response = await t.request('POST', '/run', { prompt: 'say: after' });
         assert.equal(response.status, 200, JSON.stringify(response.body));
         assert.equal(response.body.output, 'after');
-        assert.equal(await metric(t, 'berth_pool_misses_total{reason="stale"}'), staleBefore + 1, 'the stale pool was drained, not used');
+        assert.equal(await metric(t, 'berth_pool_misses_total{pool="run",reason="stale"}'), staleBefore + 1, 'the stale pool was drained, not used');
         await poolReady(t, 2);
         assert.equal((await t.request('POST', '/run', { prompt: 'say: refilled' })).status, 200);
       } finally {
@@ -196,10 +272,11 @@ describe('credentials and stopping', () => {
   });
 
   it('a stop with a full pool leaves no container, and no unused pooled session', async () => {
-    const t = await startTestBerth({ SERVICE_POOL_SIZE: '3' });
+    const t = await startTestBerth({ SERVICE_POOL_SIZE: '3', SERVICE_AGENT_POOL_SIZE: '1' });
     const instance = t.config.instanceName;
     await poolReady(t, 3);
-    assert.equal((await containersOf(instance)).length, 3);
+    await poolReady(t, 1, 'agent');
+    assert.equal((await containersOf(instance)).length, 4);
     const sessionsDir = t.config.agent.sessionsDir;
     await t.berth.stop();
     assert.deepEqual(await containersOf(instance), []);

@@ -25,7 +25,7 @@ describe('sandbox rules with real mounts', () => {
     const original = t.berth.runtime.createContainer.bind(t.berth.runtime);
     t.berth.runtime.createContainer = async (spec) => {
       // The pool refills in the background: its engines are no request's doing.
-      if (!t.berth.pool.ownContainerNames().includes(spec.name)) created++;
+      if (!t.berth.pools.ownContainerNames().includes(spec.name)) created++;
       return original(spec);
     };
   });
@@ -42,7 +42,7 @@ describe('sandbox rules with real mounts', () => {
     const requestSessions = async () => {
       // Listed first, then the pool asked: it names its sessions before their directories exist.
       const entries = await readdir(t.config.agent.sessionsDir);
-      const pooled = new Set(t.berth.pool.ownFiles().sessionIds);
+      const pooled = new Set(t.berth.pools.ownFiles().sessionIds);
       return entries.filter((name) => !pooled.has(name));
     };
     const sessionsBefore = await requestSessions();

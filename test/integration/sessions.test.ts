@@ -113,7 +113,7 @@ describe('no_persistence', () => {
     assert.equal(existsSync(join(sessionsDir(), session_id)), false);
     // The pool's engines have configuration directories of their own, ready ahead of any request.
     const runDirs = readdirSync(join(sessionsDir(), '.runs'));
-    const pooled = new Set(t.berth.pool.ownFiles().runIds);
+    const pooled = new Set(t.berth.pools.ownFiles().runIds);
     assert.deepEqual(
       runDirs.filter((name) => !pooled.has(name.replace(/\.session$/, ''))),
       [],
@@ -229,7 +229,7 @@ describe('session ids', () => {
     // Files of the pool's engines (started ahead of any request, in the background) are not these requests' doing.
     const files = () => {
       const listed = readdirSync(sessionsDir(), { recursive: true }) as string[];
-      const { sessionIds, runIds } = t.berth.pool.ownFiles();
+      const { sessionIds, runIds } = t.berth.pools.ownFiles();
       const pooled = [...sessionIds, ...runIds];
       return listed.filter((path) => !pooled.some((id) => path.includes(id))).sort();
     };

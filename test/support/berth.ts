@@ -100,7 +100,7 @@ export async function startTestBerth(env: Record<string, string> = {}, options: 
       // Pre-started engines the pool holds belong to no run: they are not left over. Listed first, then the
       // pool asked: it names its engines before they exist, so no engine listed can be missing from its set.
       const containers = await berth.runtime.listContainers(`${INSTANCE_LABEL}=${instance}`);
-      const pooled = new Set(berth.pool.ownContainerNames());
+      const pooled = new Set(berth.pools.ownContainerNames());
       return containers.map((c) => c.names[0] ?? c.id).filter((name) => !pooled.has(name));
     },
     async stop() {

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Agent, READY_REQUEST, turnLine } from '../../src/core/agents/agent.js';
+import { Agent } from '../../src/core/agents/agent.js';
+import { READY_REQUEST, turnLine } from '../../src/engine/stream-json-input.js';
 import type { AgentEvent } from '../../src/core/agents/agent-types.js';
 import type { ReadLine } from '../../src/core/agents/line-reader.js';
 import { BerthError } from '../../src/errors.js';

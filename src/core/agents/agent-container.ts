@@ -7,6 +7,7 @@ import type { PreparedSession } from '../sessions/session-store.js';
 import type { AttachedContainer, ContainerRuntime } from '../../runtime/container-runtime.js';
 import { engineContainer, type EngineContainerSettings } from '../runs/engine-container.js';
 import { LineReader, type ReadLine } from './line-reader.js';
+import type { PooledEngine } from '../pool/engine-pool.js';
 
 /** Stopping an agent: a termination signal, then a kill after 5 s. */
 export const STOP_GRACE_MS = 5_000;
@@ -36,7 +37,8 @@ export class AgentContainer {
   private constructor(
     private readonly deps: AgentContainerDependencies,
     readonly containerId: string,
-    private readonly agentId: string,
+    /** Names the container's input directory (RunInputs): the agent's id, or the pooled engine's run id. */
+    private readonly inputsId: string,
     private readonly attached: AttachedContainer,
     private readonly session: PreparedSession,
   ) {}
@@ -59,6 +61,11 @@ export class AgentContainer {
       await deps.inputs.remove(agentId);
       throw error;
     }
+  }
+
+  /** Takes over a pre-started engine of the agents' pool: created, attached, started and past its handshake. */
+  static adopt(deps: AgentContainerDependencies, engine: PooledEngine): AgentContainer {
+    return new AgentContainer(deps, engine.containerId, engine.runId, engine.attached, engine.session);
   }
 
   /** One line on the engine's stdin. */
@@ -127,7 +134,7 @@ export class AgentContainer {
       await runtime.removeContainer(this.containerId).catch((error: unknown) => {
         log.error({ err: error, containerId: this.containerId }, 'agent container removal failed; the reaper will retry at next start');
       });
-      await this.deps.inputs.remove(this.agentId).catch(() => undefined);
+      await this.deps.inputs.remove(this.inputsId).catch(() => undefined);
       await this.session.release().catch((error: unknown) => log.error({ err: error }, 'agent session release failed'));
       sink.exit(this.stopReason ?? exitReason);
     }

@@ -8,7 +8,8 @@ import { BerthError, errors } from '../../errors.js';
 import type { EngineOptions, RunRequest } from '../run-request.js';
 import type { AcceptedRun } from '../runs/run-service.js';
 import { checkPrompt } from '../validation/text.js';
-import { Agent, READY_REQUEST } from './agent.js';
+import { Agent } from './agent.js';
+import { READY_REQUEST } from '../../engine/stream-json-input.js';
 import { AgentContainer, type AgentContainerDependencies } from './agent-container.js';
 import { AGENT_STATUSES, EXIT_REASONS, type AgentSnapshot, type AgentStatus } from './agent-types.js';
 import type { Subscription } from './subscription.js';
@@ -25,7 +26,7 @@ export interface AgentSpawnRequest {
 
 export interface AgentServiceDependencies {
   /** Validation, image check and session taking, shared with runs. */
-  readonly runs: { accept(request: RunRequest, options: { readonly caller: Caller; readonly pool?: boolean }): Promise<AcceptedRun> };
+  readonly runs: { accept(request: RunRequest, options: { readonly caller: Caller; readonly purpose: 'agent' }): Promise<AcceptedRun> };
   readonly sessions: { hide(sessionId: string): Promise<void> };
   readonly container: AgentContainerDependencies;
   readonly defaultIdleTimeoutSeconds: number;
@@ -87,9 +88,8 @@ export class AgentService {
         ...(request.workdir !== undefined ? { workdir: request.workdir } : {}),
         ...(request.engine !== undefined ? { engine: request.engine } : {}),
       },
-      // A pooled engine runs one prompt with the title hook and partial messages; an agent's engine takes
-      // turns without either, so agents start their own.
-      { caller, pool: false },
+      // Agents have a pool of their own: an engine taking turns has neither the title hook nor partial messages.
+      { caller, purpose: 'agent' },
     );
     const { session } = accepted;
     const agentId = `agent-${randomUUID()}`;
@@ -97,8 +97,11 @@ export class AgentService {
     try {
       // A session the agent creates is its own: hidden from GET /sessions and its messages never served.
       if (session.engineSession.kind === 'new' || session.engineSession.kind === 'fork') await this.deps.sessions.hide(session.sessionId);
-      container = await AgentContainer.start(this.deps.container, agentId, accepted.plan, session, accepted.engineBinary);
+      container = accepted.pooled
+        ? AgentContainer.adopt(this.deps.container, accepted.pooled)
+        : await AgentContainer.start(this.deps.container, agentId, accepted.plan, session, accepted.engineBinary);
     } catch (error) {
+      await accepted.pooled?.discard();
       accepted.slot.release();
       await session.release().catch(() => undefined);
       if (error instanceof BerthError) throw error;
@@ -125,11 +128,15 @@ export class AgentService {
     if (disabled) {
       this.deps.log.warn({ agentId }, 'agent spawned with disable_idle_timeout: it runs until DELETE /agents/:id or service shutdown');
     }
-    this.deps.log.info({ agentId, sessionId: session.sessionId, containerId: container.containerId }, 'agent spawned');
-    try {
-      container.write(READY_REQUEST);
-    } catch {
-      // The engine is already gone; its exit ends the agent.
+    this.deps.log.info({ agentId, sessionId: session.sessionId, containerId: container.containerId, pooled: accepted.pooled !== undefined }, 'agent spawned');
+    // A pooled engine answered its initialize request while it waited; a new one is asked now.
+    if (accepted.pooled) agent.markReady();
+    else {
+      try {
+        container.write(READY_REQUEST);
+      } catch {
+        // The engine is already gone; its exit ends the agent.
+      }
     }
     return agent.snapshot();
   }

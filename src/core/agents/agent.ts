@@ -7,15 +7,8 @@ import { BerthError, errors } from '../../errors.js';
 import type { AgentEvent, AgentEventType, AgentSnapshot, AgentStatus } from './agent-types.js';
 import { truncationMarker, type ReadLine } from './line-reader.js';
 import { EventFanout, SUBSCRIBER_BUFFER, type Subscription } from './subscription.js';
+import { isReadyAnswer, turnLine } from '../../engine/stream-json-input.js';
 
-/** Sent first on stdin: the engine answers with one control_response line when it is ready for turns. */
-export const READY_REQUEST_ID = 'berth-ready';
-export const READY_REQUEST = JSON.stringify({ type: 'control_request', request_id: READY_REQUEST_ID, request: { subtype: 'initialize' } });
-
-/** One turn as the engine's stream-json input expects it. */
-export function turnLine(prompt: string): string {
-  return JSON.stringify({ type: 'user', message: { role: 'user', content: prompt } });
-}
 
 export interface AgentOptions {
   readonly id: string;
@@ -146,10 +139,8 @@ export class Agent {
   stdout(line: ReadLine): void {
     if (this.statusValue === 'exited') return;
     if (this.statusValue === 'starting') {
-      this.setStatus('idle');
-      const isReadyAnswer = line.kind === 'line' && line.text.includes(`"request_id":"${READY_REQUEST_ID}"`);
-      if (!isReadyAnswer) this.emit('output', this.contentOf(line));
-      if (this.options.firstPrompt !== undefined) this.send(this.options.firstPrompt);
+      if (!(line.kind === 'line' && isReadyAnswer(line.text))) this.emit('output', this.contentOf(line));
+      this.markReady();
       return;
     }
     this.emit('output', this.contentOf(line));
@@ -164,6 +155,16 @@ export class Agent {
     this.currentTurn = undefined;
     this.lastActivityMs = this.now();
     this.setStatus('idle');
+  }
+
+  /**
+   * The engine is ready for turns (its first stdout line, or its handshake done in the pool): idle, and the
+   * first prompt sent when there is one.
+   */
+  markReady(): void {
+    if (this.statusValue !== 'starting') return;
+    this.setStatus('idle');
+    if (this.options.firstPrompt !== undefined) this.send(this.options.firstPrompt);
   }
 
   stderr(line: ReadLine): void {

@@ -1,9 +1,9 @@
-// A pool of pre-started engines: containers created exactly as a run of the default request would be
-// (image, engine mount, credential, limits, network, hardening, labels, a fresh session with a pre-chosen
-// id, the title hook), each with the engine already running and waiting on stdin for one stream-json
-// prompt. A matching run claims one (pool-match.ts), writes its prompt, and is then supervised and
-// removed like any run: a pooled container is never used twice. The pool refills in the background, one
-// container at a time, and only while the server has a free container slot.
+// A pool of pre-started engines: containers created exactly as a run (or a persistent agent) of the default
+// request would be (image, engine mount, credential, limits, network, hardening, labels, a fresh session
+// with a pre-chosen id; a run's engine also the title hook), each with the engine already running and
+// waiting on stdin. A matching run claims one (pool-match.ts), writes its prompt, and is then supervised and
+// removed like any run; a matching agent takes one over as its container. A pooled container is never used
+// twice. The pool refills in the background, only while the server has a free container slot.
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AttachedContainer, ContainerRuntime } from '../../runtime/container-runtime.js';
@@ -13,9 +13,17 @@ import { engineContainer, type EngineContainerSettings } from '../runs/engine-co
 import type { ContainerSlots } from '../runs/container-slots.js';
 import { deriveSessionTitle, TITLE_FILE_NAME, titleHookOutput } from '../../engine/session-title.js';
 import { poolMissReason, type MissReason } from './pool-match.js';
+import { awaitEngineReady } from './engine-ready.js';
 
 /** Owner of a pooled engine's session until a caller claims it (no caller's owner starts like this). */
 export const POOL_OWNER_PREFIX = '\u0000berth-pool:';
+
+/**
+ * What the pool's engines are for. `run`: one prompt on stdin in stream-json, with the title hook and
+ * partial messages (engine/command.ts `pooled`). `agent`: a persistent agent's engine (turns on stdin,
+ * `interactive`), already past its initialize handshake, so the agent is idle as soon as it is claimed.
+ */
+export type PoolKind = 'run' | 'agent';
 
 export interface PoolSettings {
   /** Engines kept ready (SERVICE_POOL_SIZE); 0 turns the pool off. */
@@ -32,6 +40,7 @@ export interface PoolObserver {
 }
 
 export interface PoolDependencies {
+  readonly kind: PoolKind;
   readonly settings: PoolSettings;
   readonly runtime: ContainerRuntime;
   readonly sessions: SessionStore;
@@ -50,8 +59,10 @@ export interface PooledEngine {
   readonly runId: string;
   readonly containerId: string;
   readonly session: PreparedSession;
-  /** stdin for the prompt, stdout/stderr from the container's start. */
+  /** stdin for the prompt, stdout/stderr from the container's start (an agent's: after its handshake). */
   readonly attached: AttachedContainer;
+  /** Removes the claimed engine when its run or agent will not use it after all. */
+  discard(): Promise<void>;
 }
 
 interface Entry extends PooledEngine {
@@ -67,6 +78,9 @@ const containerName = (runId: string) => `berth-${runId}`;
 
 /** Wait before trying again after a refill failed (image missing, Podman down…). */
 const RETRY_MS = 5_000;
+
+/** How long an agent's engine may take to answer its initialize handshake before it counts as failed. */
+const READY_TIMEOUT_MS = 60_000;
 
 export class EnginePool {
   private readonly ready: Entry[] = [];
@@ -107,13 +121,17 @@ export class EnginePool {
     // Without an engine configuration there is nothing to pre-start (runs are refused with 503 anyway).
     if (!this.enabled || this.deps.container.engineAccess.status().mode === 'not-configured') return;
     const removed = await this.deps.sessions.removeUnused(POOL_OWNER_PREFIX);
-    if (removed > 0) this.deps.log.info({ removed }, 'removed the unused sessions of pooled engines a previous process left');
+    if (removed > 0) this.deps.log.info({ removed, kind: this.deps.kind }, 'removed the unused sessions of pooled engines a previous process left');
     this.refill();
   }
 
   /** Whether the run's plan is one a pooled engine can serve (whether one is ready or not). */
   matches(plan: RunPlan): boolean {
-    return poolMissReason(plan, this.deps.template) === undefined;
+    return this.missReason(plan) === undefined;
+  }
+
+  private missReason(plan: RunPlan): MissReason | undefined {
+    return poolMissReason(plan, this.deps.template, { titled: this.deps.kind === 'run' });
   }
 
   /**
@@ -123,13 +141,15 @@ export class EnginePool {
   async claim(plan: RunPlan, owner: string): Promise<PooledEngine | undefined> {
     if (!this.enabled || this.closed) return undefined;
     const started = performance.now();
-    const reason = poolMissReason(plan, this.deps.template);
+    const reason = this.missReason(plan);
     if (reason !== undefined) return this.missed(reason);
     const entry = await this.takeFresh();
     if (!entry) return this.missed(this.lastStale ? 'stale' : 'empty');
     try {
       await this.deps.sessions.assignOwner(entry.session.sessionId, owner);
-      await this.deps.container.inputs.add(entry.runId, [{ name: TITLE_FILE_NAME, content: titleHookOutput(deriveSessionTitle(plan.prompt)!) }]);
+      if (this.deps.kind === 'run') {
+        await this.deps.container.inputs.add(entry.runId, [{ name: TITLE_FILE_NAME, content: titleHookOutput(deriveSessionTitle(plan.prompt)!) }]);
+      }
     } catch (error) {
       this.deps.log.warn({ err: error, runId: entry.runId }, 'a pooled engine could not be handed over; it is removed');
       await this.dispose(entry);
@@ -145,7 +165,7 @@ export class EnginePool {
   }
 
   /** Removes a claimed engine that will not run (its run was abandoned). */
-  async discard(engine: PooledEngine): Promise<void> {
+  private async discardClaimed(engine: { readonly containerId: string; readonly runId: string; readonly attached: AttachedContainer }): Promise<void> {
     await this.deps.runtime.removeContainer(engine.containerId).catch(() => undefined);
     engine.attached.close();
     await this.deps.container.inputs.remove(engine.runId);
@@ -155,7 +175,7 @@ export class EnginePool {
   async drain(reason: string): Promise<void> {
     const drained = this.ready.splice(0);
     this.reportSize();
-    if (drained.length > 0) this.deps.log.info({ reason, count: drained.length }, 'pooled engines removed');
+    if (drained.length > 0) this.deps.log.info({ reason, kind: this.deps.kind, count: drained.length }, 'pooled engines removed');
     await Promise.all(drained.map((entry) => this.dispose(entry)));
     this.refill();
   }
@@ -289,11 +309,15 @@ export class EnginePool {
     let containerId: string | undefined;
     let attached: AttachedContainer | undefined;
     try {
-      const { spec, inputFiles } = engineContainer(container, { id: runId, plan: template, session, volumeSources: [], engineBinary, pooled: true });
+      const agent = this.deps.kind === 'agent';
+      const { spec, inputFiles } = engineContainer(container, {
+        id: runId, plan: template, session, volumeSources: [], engineBinary, ...(agent ? { interactive: true } : { pooled: true }),
+      });
       await container.inputs.write(runId, inputFiles);
       containerId = await runtime.createContainer(spec);
       attached = await runtime.attach(containerId);
       await runtime.startContainer(containerId);
+      if (agent) attached = await awaitEngineReady(attached, READY_TIMEOUT_MS);
     } catch (error) {
       attached?.close();
       if (containerId !== undefined) await runtime.removeContainer(containerId).catch(() => undefined);
@@ -303,8 +327,10 @@ export class EnginePool {
       this.unclaimedSessions.delete(sessionId);
       throw error;
     }
+    const handed = { containerId, runId, attached };
     const entry: Entry = {
       runId, containerId, session, attached, createdAtMs: Date.now(), imageId: image.id, secretId, releaseSlot: () => slot.release(), exited: false,
+      discard: () => this.discardClaimed(handed),
     };
     // An engine that dies while waiting is noticed here and never handed out; the pool refills.
     void runtime.waitContainer(containerId).then(

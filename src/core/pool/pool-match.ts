@@ -18,8 +18,11 @@ export type MissReason = (typeof MISS_REASONS)[number];
 /** Engine plan keys that do not change the engine's command line or environment. */
 const FREE_ENGINE_KEYS = new Set<keyof EnginePlan>(['output_format']);
 
-/** Why a run cannot use a pooled engine made for `template`, or undefined when it can. */
-export function poolMissReason(plan: RunPlan, template: RunPlan): MissReason | undefined {
+/**
+ * Why a run cannot use a pooled engine made for `template`, or undefined when it can. `titled`: the pool's
+ * engines carry the title hook (a run's do, an agent's do not), so the prompt must yield a title.
+ */
+export function poolMissReason(plan: RunPlan, template: RunPlan, options: { readonly titled: boolean } = { titled: true }): MissReason | undefined {
   if (plan.session.kind !== 'new') return 'session';
   const container = plan.container;
   const model = template.container;
@@ -32,7 +35,7 @@ export function poolMissReason(plan: RunPlan, template: RunPlan): MissReason | u
   if (container.environment !== undefined) return 'environment';
   if (!sameEngineCommand(plan.engine, template.engine)) return 'engine_options';
   // The title hook is installed in every pooled engine; a prompt with no text to title would make it fail.
-  if (deriveSessionTitle(plan.prompt) === undefined) return 'untitled';
+  if (options.titled && deriveSessionTitle(plan.prompt) === undefined) return 'untitled';
   return undefined;
 }
 

@@ -9,6 +9,7 @@ import { translateRuntimeError } from '../runtime-errors.js';
 import { errors } from '../../errors.js';
 import { HOOK_FAILED_EXIT_CODE } from '../../engine/command.js';
 import { LineSplitter, parseEngineLine, type ResultEnvelope } from '../../engine/stream-json.js';
+import { turnLine } from '../../engine/stream-json-input.js';
 import type { PreparedSession } from '../sessions/session-store.js';
 import { OutputTail } from './output-tail.js';
 import { engineContainer, type EngineContainerSettings } from './engine-container.js';
@@ -128,8 +129,7 @@ export class RunExecutor {
     const { runtime } = this.deps;
     try {
       return await this.watch(engine.containerId, context, context.plan.container.timeoutMs, async (stopped) => {
-        const message = { type: 'user', message: { role: 'user', content: context.plan.prompt } };
-        engine.attached.stdin.write(`${JSON.stringify(message)}\n`);
+        engine.attached.stdin.write(`${turnLine(context.plan.prompt)}\n`);
         engine.attached.stdin.end();
         context.phases.mark();
         if (stopped()) await runtime.killContainer(engine.containerId);

@@ -63,8 +63,10 @@ export interface RunServiceDependencies {
   readonly shutdownSignal?: AbortSignal;
   /** Compose stacks of sessions (container.environment). */
   readonly stacks?: Stacks;
-  /** Pre-started engines (SERVICE_POOL_SIZE). */
+  /** Pre-started engines for runs (SERVICE_POOL_SIZE). */
   readonly pool?: EnginePool;
+  /** Pre-started engines for persistent agents (SERVICE_AGENT_POOL_SIZE). */
+  readonly agentPool?: EnginePool;
 }
 
 /** A validated run whose session is taken: what async jobs keep between acceptance and execution. */
@@ -89,8 +91,8 @@ interface AcceptOptions {
   readonly sessionId?: string;
   /** 'later': an async job, which waits for its container slot while pending. */
   readonly slot?: 'now' | 'later';
-  /** false: never take a pre-started engine (persistent agents start their own). */
-  readonly pool?: boolean;
+  /** What the engine is for: a one-shot run (the default) or a persistent agent; each has its own pool. */
+  readonly purpose?: 'run' | 'agent';
 }
 
 export function newRunId(): string {
@@ -160,7 +162,7 @@ export class RunService {
 
   /** Gives up an accepted run that will not be executed: its session and its slot. */
   async abandon(accepted: AcceptedRun): Promise<void> {
-    if (accepted.pooled) await this.deps.pool?.discard(accepted.pooled);
+    if (accepted.pooled) await accepted.pooled.discard();
     accepted.slot.release();
     endRunSpan(accepted.span, accepted.phases, { runId: accepted.runId, sessionId: accepted.session.sessionId, mode: 'abandoned', outcome: 'abandoned' });
     await accepted.session.release();
@@ -204,7 +206,8 @@ export class RunService {
       return this.deps.images.engineBinary(plan.container.image);
     });
     // A run like the default request takes a pre-started engine (and its session) when one is ready.
-    const pooled = this.mayUsePool(options, slot, plan) ? await phases.measure('claim', async () => this.deps.pool?.claim(plan, options.caller.owner)) : undefined;
+    const pool = this.poolFor(options, slot, plan);
+    const pooled = pool ? await phases.measure('claim', async () => pool.claim(plan, options.caller.owner)) : undefined;
     if (pooled) {
       phases.mark();
       return { runId: pooled.runId, plan, session: pooled.session, phases, slot, engineBinary, pooled };
@@ -223,19 +226,21 @@ export class RunService {
   }
 
   /**
-   * Whether the run may take a pre-started engine: not for agents, and an async job only when it can take
-   * its container slot now (a pooled engine must not be held by a job still waiting for one).
+   * The pool the run may take a pre-started engine from: the agents' for an agent, the runs' otherwise, and
+   * for an async job only when it can take its container slot now (a pooled engine must not be held by a
+   * job still waiting for one).
    */
-  private mayUsePool(options: AcceptOptions, slot: RunSlot, plan: RunPlan): boolean {
-    if (options.pool === false || !this.deps.pool?.enabled) return false;
-    if (options.slot !== 'later') return true;
+  private poolFor(options: AcceptOptions, slot: RunSlot, plan: RunPlan): EnginePool | undefined {
+    const pool = options.purpose === 'agent' ? this.deps.agentPool : this.deps.pool;
+    if (!pool?.enabled) return undefined;
+    if (options.slot !== 'later') return pool;
     // A miss is counted by claim(); an async job that cannot match keeps waiting for its slot as before.
-    if (!this.deps.pool.matches(plan)) return true;
+    if (!pool.matches(plan)) return pool;
     try {
       slot.take();
-      return true;
+      return pool;
     } catch {
-      return false;
+      return undefined;
     }
   }
 
