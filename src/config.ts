@@ -17,6 +17,9 @@ export interface HostPort {
   readonly port: number;
 }
 
+export const SHUTDOWN_MODES = ['stop', 'drain', 'detach'] as const;
+export type ShutdownMode = (typeof SHUTDOWN_MODES)[number];
+
 export interface Config {
   readonly version: string;
   /** Names this Berth instance in container labels, so a restart reaps only its own leftovers. */
@@ -82,6 +85,15 @@ export interface Config {
   };
   readonly jobs: {
     readonly retentionMs: number;
+  };
+  /**
+   * What SIGTERM/SIGINT does to work in flight: `stop` cancels runs and agents and removes their containers;
+   * `drain` refuses new work and waits (up to drainTimeoutMs) for runs, jobs and agent turns to end, then
+   * stops; `detach` refuses new work and exits at once, leaving containers to the next start.
+   */
+  readonly shutdown: {
+    readonly mode: ShutdownMode;
+    readonly drainTimeoutMs: number;
   };
   /** Pre-started engines for runs and for persistent agents like the default request (core/pool). */
   readonly pool: {
@@ -416,6 +428,10 @@ export function loadConfig(env: Env = process.env): Config {
     },
     jobs: {
       retentionMs: read.duration('SERVICE_JOB_RETENTION', '7d'),
+    },
+    shutdown: {
+      mode: read.oneOf('SERVICE_SHUTDOWN_MODE', SHUTDOWN_MODES, 'stop'),
+      drainTimeoutMs: read.duration('SERVICE_SHUTDOWN_DRAIN_TIMEOUT', '5m'),
     },
     pool: {
       size: read.int('SERVICE_POOL_SIZE', 2, 0, 64),

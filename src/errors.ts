@@ -38,6 +38,7 @@ export const ERROR_STATUS = {
   BERTH_ERR_IMAGE_SEARCH_FAILED: 502,
   BERTH_ERR_ENGINE_NOT_CONFIGURED: 503,
   BERTH_ERR_RUNTIME_UNAVAILABLE: 503,
+  BERTH_ERR_SHUTTING_DOWN: 503,
   BERTH_ERR_AGENT_NOT_READY: 503,
   BERTH_ERR_AUTH_BLACKLIST_UNAVAILABLE: 503,
   BERTH_ERR_AT_CAPACITY: 503,
@@ -133,6 +134,8 @@ export const errors = {
   imageSearchFailed: (term: string, why: string) =>
     new BerthError('BERTH_ERR_IMAGE_SEARCH_FAILED', `searching registries for "${term}" failed: ${why}`),
   engineNotConfigured: (why: string) => new BerthError('BERTH_ERR_ENGINE_NOT_CONFIGURED', `engine not configured: ${why}`),
+  shuttingDown: () =>
+    new BerthError('BERTH_ERR_SHUTTING_DOWN', 'the service is shutting down and accepts no new work; retry once it has restarted'),
   runtimeUnavailable: (why: string) =>
     new BerthError('BERTH_ERR_RUNTIME_UNAVAILABLE', `container runtime unavailable: ${why}`),
 };

@@ -4,6 +4,12 @@ import { ConfigError, loadConfig } from './config.js';
 import { createLogger } from './logging.js';
 import { startBerth } from './server.js';
 
+const STOPPING = {
+  stop: 'stopping: cancelling runs and agents and removing their containers',
+  drain: 'stopping: refusing new work and letting the work in flight finish',
+  detach: 'stopping: leaving runs, jobs and agents running for the next start',
+} as const;
+
 async function main(): Promise<void> {
   let config;
   try {
@@ -21,7 +27,7 @@ async function main(): Promise<void> {
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    logger.info({ signal }, 'stopping: cancelling runs and removing their containers');
+    logger.info({ signal, mode: config.shutdown.mode }, STOPPING[config.shutdown.mode]);
     berth
       .stop()
       .then(() => process.exit(0))

@@ -27,6 +27,8 @@ import { SessionService } from './core/sessions/session-service.js';
 import { Stacks } from './core/compose/stacks.js';
 import { EnginePool, type PoolKind } from './core/pool/engine-pool.js';
 import { EnginePools } from './core/pool/engine-pools.js';
+import { stopWork } from './core/shutdown.js';
+import { SqliteAgentStore } from './store/agents/sqlite-agent-store.js';
 import { validateRunRequest } from './core/validation/validate-run.js';
 import { registerSessionRoutes } from './http/routes/sessions.js';
 import { EngineAccess } from './core/engine-access.js';
@@ -112,7 +114,14 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     // again (JobService.start). Everything else that process left is removed.
     const jobStore = new SqliteJobStore(join(config.dataDir, 'jobs.db'));
     cleanups.push(() => jobStore.close());
-    const liveRuns = new Set((await jobStore.withStatus('running')).map((job) => job.runId));
+    const agentStore = new SqliteAgentStore(join(config.dataDir, 'agents.db'));
+    cleanups.push(async () => agentStore.close());
+    // Agents a previous process left are followed again too (AgentService.restore): their containers, run
+    // directories (by run id) and input directories (by the id their container is labelled with) stay.
+    const liveRuns = new Set([
+      ...(await jobStore.withStatus('running')).map((job) => job.runId),
+      ...agentStore.live().flatMap((agent) => [agent.runId, agent.inputsId]),
+    ]);
     await reapLeftovers(runtime, config.instanceName, logger, liveRuns);
 
     const sessions = new SessionStore(config.agent.sessionsDir, config.agent.sessionsHostDir, {
@@ -284,17 +293,17 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     cleanups.push(() => jobs.close());
     await jobs.start();
 
-    stopFirst.push(async () => {
-      await pools.close();
-      shutdown.abort();
-      await runs.drain();
-    });
+    // Read when the stop comes: undefined if the start failed before the agents existed.
+    let agents: AgentService | undefined;
+    stopFirst.push(() => stopWork(config.shutdown, { pools, runs, jobs, agents, abortRuns: () => shutdown.abort() }, logger));
     await pools.start();
 
     // Persistent agents: one container each, stopped (and removed) at shutdown before the listener closes.
-    const agents = new AgentService({
+    agents = new AgentService({
       runs,
       sessions,
+      store: agentStore,
+      slots,
       container: { ...containerSettings, runtime, log: logger },
       defaultIdleTimeoutSeconds: config.agents.defaultIdleTimeoutSeconds,
       idleTickMs: config.agents.idleTickMs,
@@ -304,7 +313,8 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       log: logger,
       observer: { statusCounts: (counts) => Object.entries(counts).forEach(([status, n]) => metrics.agents.set({ status }, n)) },
     });
-    stopFirst.push(() => agents.close());
+
+    await agents.restore();
 
     const streams = new StreamLimit(config.sse.maxStreams);
     const sse: SseOptions = {
@@ -347,7 +357,13 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
           }),
       ],
     });
-    stopFirst.push(() => app.close());
+    stopFirst.push(async () => {
+      const closing = app.close();
+      // Detached: requests still open (a sync run, streams) are cut; their work goes on without them. In the
+      // other modes their work has ended by now and their answers are let out.
+      if (config.shutdown.mode === 'detach') app.server.closeAllConnections();
+      await closing;
+    });
     await app.listen({ host: config.address.host, port: config.address.port });
     const bound = app.server.address();
     const port = typeof bound === 'object' && bound ? bound.port : config.address.port;

@@ -7,7 +7,8 @@
 // The credential only ever travels as a Podman secret mounted as a file: never through the API, argv,
 // or the container's environment as stored by Podman.
 import { randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Config } from '../config.js';
 import { errors } from '../errors.js';
 import type { ContainerRuntime } from '../runtime/container-runtime.js';
@@ -68,9 +69,9 @@ export class EngineAccess {
         variable, offline: false, message: `engine configured with Podman secret ${engine.credentialsSecret}`,
       };
     } else if (engine.offlineModel) {
-      const key = `offline-${randomBytes(24).toString('hex')}`;
+      const key = await this.offlineModelKey();
       this.offlineModel = await this.startOfflineModel(key);
-      // A key secret left by a killed process of this instance is worthless (its model is gone): remove it.
+      // A key secret left by a killed process of this instance is replaced (the key itself is kept: see offlineModelKey).
       const prefix = `berth-offline-model-key-${this.instanceName}-`;
       for (const name of await this.runtime.listSecrets()) {
         if (name.startsWith(prefix)) await this.runtime.removeSecret(name);
@@ -102,6 +103,19 @@ export class EngineAccess {
   async close(): Promise<void> {
     if (this.ownedSecret) await this.runtime.removeSecret(this.ownedSecret).catch(() => undefined);
     await this.offlineModel?.close();
+  }
+
+  /**
+   * The offline model's key, generated once per data directory and kept there (0600): engines that a killed
+   * or detached process left running hold this key, and must still be answered by the next process's model.
+   */
+  private async offlineModelKey(): Promise<string> {
+    const file = join(this.config.dataDir, 'offline-model.key');
+    const kept = await readFile(file, 'utf8').then((text) => text.trim(), () => '');
+    if (/^offline-[0-9a-f]{48}$/.test(kept)) return kept;
+    const key = `offline-${randomBytes(24).toString('hex')}`;
+    await writeFile(file, key, { mode: 0o600 });
+    return key;
   }
 
   private notConfigured(message: string): EngineAccessState {

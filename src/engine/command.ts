@@ -3,7 +3,7 @@
 // User text (prompt, system prompts) never appears in argv: it is uploaded as files, so no character of
 // it can be taken as a flag or a shell word, and its size is not bounded by the kernel's argv limits.
 import type { EngineFlags, LifecycleHooks } from './engine-flags.js';
-import { ENGINE_CONFIG_DIR, INPUT_DIR, PROMPT_FILE, SECRET_ENV_DIR } from './layout.js';
+import { ENGINE_CONFIG_DIR, INPUT_DIR, PROMPT_FILE, SECRET_ENV_DIR, AGENT_INPUT_FIFO } from './layout.js';
 import { deriveSessionTitle, TITLE_FILE_NAME, TITLE_HOOK_SETTINGS, titleHookOutput } from './session-title.js';
 
 /** How the engine should treat sessions, with ids already chosen by Berth. */
@@ -37,9 +37,14 @@ const LAUNCH_SCRIPT = [
   `exec "$@" < ${PROMPT_FILE}`,
 ].join('\n');
 
-// The same script for a persistent agent: the engine keeps the container's stdin (attached by Berth),
-// where each turn arrives as one stream-json line.
+// The same script for a pre-started engine of the runs' pool: the engine reads the container's stdin
+// (attached by Berth), where its one prompt arrives as a stream-json line, then its end.
 const INTERACTIVE_LAUNCH_SCRIPT = LAUNCH_SCRIPT.replace(`exec "$@" < ${PROMPT_FILE}`, 'exec "$@"');
+
+// A persistent agent's engine reads its turns from the FIFO in its input directory, opened read-write
+// (`<>`): the engine itself holds a writer, so it never reads an end of input, whether or not a Berth
+// process is writing (a restarted Berth opens the FIFO again). It ends when it is signalled.
+const AGENT_LAUNCH_SCRIPT = LAUNCH_SCRIPT.replace(`exec "$@" < ${PROMPT_FILE}`, `exec "$@" <> ${AGENT_INPUT_FIFO}`);
 
 /** `it's` → `'it'\''s'`: a word the shell takes literally, whatever it contains. */
 export function shellQuote(argument: string): string {
@@ -148,5 +153,6 @@ export function buildEngineInvocation(options: {
     env.BERTH_HOOKS_TIMEOUT = String(Math.max(1, Math.ceil(options.lifecycle.timeoutMs / 1000)));
   }
 
-  return { command: ['/bin/sh', '-c', interactive ? INTERACTIVE_LAUNCH_SCRIPT : LAUNCH_SCRIPT, 'berth-launch', ...args], env, inputFiles };
+  const script = options.interactive === true ? AGENT_LAUNCH_SCRIPT : interactive ? INTERACTIVE_LAUNCH_SCRIPT : LAUNCH_SCRIPT;
+  return { command: ['/bin/sh', '-c', script, 'berth-launch', ...args], env, inputFiles };
 }

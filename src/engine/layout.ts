@@ -12,3 +12,10 @@ export const SECRET_ENV_DIR = '/run/berth/env';
  */
 export const INPUT_DIR = '/run/berth/input';
 export const PROMPT_FILE = `${INPUT_DIR}/prompt`;
+/**
+ * A persistent agent's engine reads its turns from this FIFO (created by Berth in the agent's input
+ * directory), opened read-write so that it never sees an end of input: the agent outlives a Berth process
+ * that dies, and the next one writes to the same FIFO again.
+ */
+export const AGENT_INPUT_FIFO_NAME = 'turns';
+export const AGENT_INPUT_FIFO = `${INPUT_DIR}/${AGENT_INPUT_FIFO_NAME}`;

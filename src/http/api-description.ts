@@ -42,8 +42,10 @@ listed in SERVICE_RATE_LIMIT_TRUSTED_PROXIES.
 - Jobs go \`pending\` → \`running\` → \`completed\`, \`failed\` or \`crashed\`; DELETE cancels a pending or running job
   (\`cancelled\`); cancelling a finished job is 409. A job left running by a server that was killed is
   followed again by the next start (its container kept running) and ends normally with its full output;
-  only one whose container is gone, or one still pending, becomes \`crashed\` with \`crash_info.reason\`
-  \`service_restart\`, and is never run again.
+  one still pending is run; only one whose container is gone (or that can no longer be accepted) becomes
+  \`crashed\` with \`crash_info.reason\` \`service_restart\`. Persistent agents are found again too.
+- On SIGTERM, new runs, jobs, agents and turns are refused with 503 (\`BERTH_ERR_SHUTTING_DOWN\`) while work
+  in flight is stopped, drained or detached (SERVICE_SHUTDOWN_MODE).
 - On completion of a job with \`webhook_url\`, Berth POSTs \`{"event": "job.finished", "job_id", "status",
   "session_id", "output", "structured_output"?, "crash_info", "error"?, "created_at", "finished_at"}\`, signed
   with \`X-Service-Signature: sha256=<hex>\` (HMAC-SHA256 of \`<X-Service-Timestamp>.<body>\`) when

@@ -19,8 +19,8 @@ export interface SseOptions {
   /** The frame sent when the producer throws; default {"type":"error","error":"<message>"}. */
   readonly errorFrame?: (message: string) => unknown;
   /**
-   * Bytes written but not yet taken by the client beyond which the client counts as not reading: its stream
-   * is ended (as if it had disconnected) instead of Berth buffering without bound.
+   * Bytes written but not yet taken by the client beyond which, at two frames in a row, the client counts as
+   * not reading: its stream is ended (as if it had disconnected) instead of Berth buffering without bound.
    */
   readonly maxBufferedBytes: number;
   /** Admits the stream against the server-wide stream limit; the returned function leaves it. */
@@ -75,19 +75,24 @@ export async function streamEvents(reply: FastifyReply, options: SseOptions, pro
     open = false;
     if (!res.writableFinished) controller.abort();
   };
+  // Unread bytes when the previous frame was written; see write().
+  let unreadAtPreviousFrame = 0;
   const write = (text: string) => {
     if (!open || res.destroyed) return;
-    // Judged before writing: a client that took what it was sent may receive a frame larger than the
-    // limit; one that left more than the limit unread is not reading.
-    if (res.writableLength > options.maxBufferedBytes) {
+    // Judged before writing, over two frames: a reading client may still hold one frame larger than the limit
+    // when the next follows at once (an agent's 4 MiB answer is followed by its 4 MiB result), but one that
+    // left more than the limit unread from one frame to the next is not reading.
+    const unread = res.writableLength;
+    if (unread > options.maxBufferedBytes && unreadAtPreviousFrame > options.maxBufferedBytes) {
       // The client is not reading: end its stream as a disconnect (its run is cancelled, its agent
       // subscription left) rather than hold an unbounded buffer for it.
-      reply.log.warn({ bufferedBytes: res.writableLength, limit: options.maxBufferedBytes }, 'event stream client is not reading; closing its stream');
+      reply.log.warn({ bufferedBytes: unread, limit: options.maxBufferedBytes }, 'event stream client is not reading; closing its stream');
       open = false;
       controller.abort();
       res.destroy();
       return;
     }
+    unreadAtPreviousFrame = unread;
     res.write(text);
   };
   res.on('close', onClose);

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { startTestBerth, type TestBerth } from '../support/berth.js';
+import { waitForStatus } from '../support/agents.js';
 
 /** Opens an event stream over a raw socket and never reads it: the kernel buffers fill, then Berth's. */
 async function stalledStream(url: string, path: string): Promise<{ socket: Socket; closed: Promise<void> }> {
@@ -17,14 +18,6 @@ async function stalledStream(url: string, path: string): Promise<{ socket: Socke
   await delay(200);
   socket.pause();
   return { socket, closed };
-}
-
-async function waitForIdle(t: TestBerth, id: string): Promise<void> {
-  for (let i = 0; i < 240; i++) {
-    if ((await t.request('GET', `/agents/${id}`)).body.status === 'idle') return;
-    await delay(250);
-  }
-  assert.fail(`agent ${id} never became idle`);
 }
 
 describe('event streams under abuse', () => {
@@ -45,22 +38,24 @@ describe('event streams under abuse', () => {
 
   test('a client that never reads costs a bounded buffer; the agent and other clients go on', async () => {
     const agent = (await t.request('POST', '/agents', {})).body;
-    await waitForIdle(t, agent.id);
+    await waitForStatus(t, agent.id, 'idle', 60_000);
     const stalled = await stalledStream(t.url, `/agents/${agent.id}/stream`);
     try {
     const reader = fetch(`${t.url}/agents/${agent.id}/stream`).then(async (response) => response.text());
+    // Awaited below; a failure before that must fail the test, not become an unhandled rejection.
+    reader.catch(() => undefined);
     await delay(300);
     for (let turn = 0; turn < 3; turn++) {
       const sent = await t.request('POST', `/agents/${agent.id}/send`, { prompt: `say: ${String(turn).repeat(4 * 1024 * 1024)}` });
       assert.equal(sent.status, 200, JSON.stringify(sent.body).slice(0, 300));
-      await waitForIdle(t, agent.id);
+      await waitForStatus(t, agent.id, 'idle', 60_000);
     }
     // Its subscription drops what it cannot hold (4 MiB, test/unit/agents-subscription.test.ts) and its
     // response is cut off once more than SERVICE_SSE_MAX_BUFFER is left unread (test/unit/sse-helper.test.ts).
     const before = (await t.request('GET', `/agents/${agent.id}`)).body.turns_completed as number;
     assert.ok(before >= 2, `the agent went on with its turns (${before} completed)`);
     assert.equal((await t.request('POST', `/agents/${agent.id}/send`, { prompt: 'say: still here' })).status, 200);
-    await waitForIdle(t, agent.id);
+    await waitForStatus(t, agent.id, 'idle', 60_000);
     assert.equal((await t.request('GET', `/agents/${agent.id}`)).body.turns_completed, before + 1, 'and still answers');
     assert.equal((await t.request('DELETE', `/agents/${agent.id}`)).status, 204);
     const seen = await reader;

@@ -5,22 +5,13 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { startTestBerth, type TestBerth } from '../support/berth.js';
+import { waitFor } from '../support/wait.js';
 
 const run = promisify(execFile);
 
 async function containersOf(instance: string): Promise<string[]> {
   const { stdout } = await run('podman', ['ps', '-a', '--filter', `label=berth.instance=${instance}`, '--format', '{{.Names}}']);
   return stdout.split('\n').filter(Boolean);
-}
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 /** Starts a run that would last ten minutes; resolves once its container exists (not when it ends). */

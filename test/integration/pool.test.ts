@@ -8,26 +8,11 @@ import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { startOfflineModel, type OfflineModel } from '../../src/offline-model/server.js';
-import { startTestBerth, type TestBerth } from '../support/berth.js';
+import { metric, poolReady, startTestBerth, type TestBerth } from '../support/berth.js';
 import { INSTANCE_LABEL } from '../../src/runtime/container-runtime.js';
 import { follow, turnEnded, waitForStatus } from '../support/agents.js';
 
 const exec = promisify(execFile);
-
-async function metric(t: TestBerth, name: string): Promise<number> {
-  const text = await (await fetch(t.berth.metricsUrl)).text();
-  const escaped = name.replace(/[{}"]/g, (c) => `\\${c}`);
-  const match = new RegExp(`^${escaped} (\\d+(?:\\.\\d+)?)$`, 'm').exec(text);
-  return match ? Number(match[1]) : 0;
-}
-
-async function poolReady(t: TestBerth, count: number, pool: 'run' | 'agent' = 'run'): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while ((await metric(t, `berth_pool_ready{pool="${pool}"}`)) < count) {
-    if (Date.now() > deadline) throw new Error(`the ${pool} pool did not fill to ${count}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 /** Containers of an instance, through the podman CLI (also after the Berth stopped). */
 async function containersOf(instance: string): Promise<string[]> {

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
-import { startTestBerth, type TestBerth } from '../support/berth.js';
+import { poolReady, startTestBerth, type TestBerth } from '../support/berth.js';
 
 interface ExportedSpan {
   traceId: string;
@@ -67,8 +67,12 @@ describe('tracing', () => {
 
   test('a run and a job are traced end to end, and nothing secret is exported', async () => {
     const auth = { authorization: `Bearer ${accessToken}` };
+    // The default request claims a pre-started engine; one with its own workdir starts a container of its own.
+    await poolReady(t, 1);
     const run = await t.request('POST', '/run', { prompt: `say: ${marker}` }, auth);
     assert.equal(run.status, 200, JSON.stringify(run.body));
+    const fresh = await t.request('POST', '/run', { prompt: `say: ${marker} fresh`, workdir: '/tmp' }, auth);
+    assert.equal(fresh.status, 200, JSON.stringify(fresh.body));
     const job = await t.request('POST', '/run/async', { prompt: `say: ${marker} again`, webhook_url: `http://127.0.0.1:${receiver.port}/hook` }, auth);
     assert.equal(job.status, 200, JSON.stringify(job.body));
     for (let i = 0; webhookHeaders.length === 0; i++) {
@@ -83,17 +87,31 @@ describe('tracing', () => {
       (JSON.parse(body).resourceSpans ?? []).flatMap((r: { scopeSpans: { spans: ExportedSpan[] }[] }) => r.scopeSpans.flatMap((s) => s.spans)),
     );
     const named = (name: string) => spans.filter((s) => s.name === name);
-    const request = named('POST /run')[0];
-    assert.ok(request, `a request span (have: ${[...new Set(spans.map((s) => s.name))].join(', ')})`);
-    assert.equal(attribute(request, 'enduser.id')?.stringValue, 'traced-caller', 'the caller\'s sub');
-    assert.equal(String(attribute(request, 'http.response.status_code')?.intValue), '200');
-    const runSpan = named('berth.run').find((s) => s.parentSpanId === request.spanId);
-    assert.ok(runSpan, 'the run span is the request span\'s child');
-    assert.equal(runSpan.traceId, request.traceId);
-    for (const phase of ['validate', 'image_check', 'session', 'create', 'start', 'first_output', 'engine_exit', 'remove']) {
-      assert.ok(named(`berth.run.${phase}`).some((s) => s.parentSpanId === runSpan.spanId), `phase span ${phase} under the run`);
+    const requests = named('POST /run');
+    assert.equal(requests.length, 2, `a request span per run (have: ${[...new Set(spans.map((s) => s.name))].join(', ')})`);
+    const runUnder = (parent: ExportedSpan) => {
+      const found = named('berth.run').find((s) => s.parentSpanId === parent.spanId);
+      assert.ok(found, 'the run span is the request span\'s child');
+      assert.equal(found.traceId, parent.traceId);
+      return found;
+    };
+    const phasesUnder = (span: ExportedSpan) =>
+      new Set(spans.filter((s) => s.parentSpanId === span.spanId && s.name.startsWith('berth.run.')).map((s) => s.name.slice('berth.run.'.length)));
+    for (const request of requests) {
+      assert.equal(attribute(request, 'enduser.id')?.stringValue, 'traced-caller', 'the caller\'s sub');
+      assert.equal(String(attribute(request, 'http.response.status_code')?.intValue), '200');
     }
-    assert.ok(spans.some((s) => s.name === 'podman POST /containers/create' && s.parentSpanId === runSpan.spanId), 'Podman calls under the run');
+    const [pooledRun, freshRun] = requests.map(runUnder).sort((a, b) => (phasesUnder(a).has('claim') ? -1 : 1) - (phasesUnder(b).has('claim') ? -1 : 1));
+    const pooledPhases = phasesUnder(pooledRun!);
+    for (const phase of ['validate', 'image_check', 'claim', 'first_output', 'engine_exit', 'remove']) {
+      assert.ok(pooledPhases.has(phase), `phase span ${phase} under the pooled run (have: ${[...pooledPhases].join(', ')})`);
+    }
+    const freshPhases = phasesUnder(freshRun!);
+    for (const phase of ['validate', 'image_check', 'session', 'create', 'start', 'first_output', 'engine_exit', 'remove']) {
+      assert.ok(freshPhases.has(phase), `phase span ${phase} under the fresh run (have: ${[...freshPhases].join(', ')})`);
+    }
+    assert.ok(spans.some((s) => s.name === 'podman POST /containers/create' && s.parentSpanId === freshRun!.spanId), 'Podman calls under the run');
+    const request = requests.find((r) => r.spanId === pooledRun!.parentSpanId)!;
     const asyncRequest = named('POST /run/async')[0];
     assert.ok(asyncRequest && named('berth.run').some((s) => s.parentSpanId === asyncRequest.spanId), 'the job\'s run under its submission');
 

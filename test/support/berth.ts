@@ -114,3 +114,20 @@ export async function startTestBerth(env: Record<string, string> = {}, options: 
     },
   };
 }
+
+/** A metric's value from the Berth's metrics listener (0 when absent). */
+export async function metric(t: TestBerth, name: string): Promise<number> {
+  const text = await (await fetch(t.berth.metricsUrl)).text();
+  const escaped = name.replace(/[{}"]/g, (c) => `\\${c}`);
+  const match = new RegExp(`^${escaped} (\\d+(?:\\.\\d+)?)$`, 'm').exec(text);
+  return match ? Number(match[1]) : 0;
+}
+
+/** Waits until the Berth's pool holds `count` ready engines. */
+export async function poolReady(t: TestBerth, count: number, pool: 'run' | 'agent' = 'run'): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while ((await metric(t, `berth_pool_ready{pool="${pool}"}`)) < count) {
+    if (Date.now() > deadline) throw new Error(`the ${pool} pool did not fill to ${count}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}

@@ -138,6 +138,6 @@ test('interactive (persistent agent): turns come as stream-json on stdin, no pro
   assert.ok(!argv.includes('--include-partial-messages'));
   assert.equal(flagValue(argv, '--session-id'), SESSION);
   assert.deepEqual(invocation.inputFiles, {});
-  assert.match(script!, /exec "\$@"$/);
+  assert.match(script!, /exec "\$@" <> \/run\/berth\/input\/turns$/, 'its turns FIFO, opened read-write: never an end of input');
   assert.ok(!script!.includes('/run/berth/input/prompt'));
 });

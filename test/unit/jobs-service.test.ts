@@ -62,6 +62,12 @@ class FakeRuns implements JobRunner {
     return { runId: `run-${this.counter}`, plan, session, phases: new RunPhases(), slot: new RunSlot(this.slots, ''), span: trace.getTracer('test').startSpan('run'), engineBinary: '/opt/claude/claude' };
   }
 
+  /** A pending job of a previous process, accepted again with its own run and session ids. */
+  async acceptAgain(run: { readonly runId: string; readonly sessionId: string; readonly request: RunRequest }): Promise<AcceptedRun> {
+    const accepted = await this.accept(run.request);
+    return { ...accepted, runId: run.runId, session: { ...accepted.session, sessionId: run.sessionId } };
+  }
+
   /** No container of a previous process is ever found here: running jobs found at start crash. */
   async reattach(): Promise<undefined> {
     return undefined;
@@ -337,23 +343,40 @@ describe('JobService', () => {
     assert.equal(await status(second.job_id), 'crashed');
   });
 
-  it('at start, marks jobs left running or pending by a previous process crashed and sends their webhooks', async () => {
+  it('at start, marks a job left running without a container crashed and sends its webhook', async () => {
     await jobs.close();
     const at = '2030-01-01T00:00:00.000Z';
     await store.insert({ id: 'job-was-running', sessionId: 's1', runId: 'run-1', webhookUrl: 'http://127.0.0.1:9/hook', request: { prompt: 'x' }, owner: '', createdAt: at });
     await store.transition('job-was-running', ['pending'], { status: 'running' }, at);
-    await store.insert({ id: 'job-was-pending', sessionId: 's2', runId: 'run-2', webhookUrl: null, request: { prompt: 'y' }, owner: '', createdAt: at });
     jobs = create({ retentionMs: 100 * 365 * 86_400_000 });
     await jobs.start();
     const wasRunning = await jobs.get('job-was-running', SOLE_CALLER);
     assert.equal(wasRunning.status, 'crashed');
     assert.deepEqual(wasRunning.crash_info, { exit_code: -1, signal: '', partial_output: '', task_completed: false, reason: 'service_restart' });
     assert.equal(wasRunning.error, JOB_MESSAGES.restartedWhileRunning);
-    const wasPending = await jobs.get('job-was-pending', SOLE_CALLER);
-    assert.equal(wasPending.status, 'crashed');
-    assert.equal(wasPending.error, JOB_MESSAGES.restartedWhilePending);
     await until(async () => webhooks.deliveries.length === 1, 'the owed webhook');
     assert.equal(JSON.parse(webhooks.deliveries[0]!.body).job_id, 'job-was-running');
+  });
+
+  it('at start, runs the jobs left pending, in submission order, under their own session ids', async () => {
+    await jobs.close();
+    const at = '2030-01-01T00:00:00.000Z';
+    const session = '00000000-0000-4000-8000-0000000000aa';
+    await store.insert({ id: 'job-was-pending', sessionId: session, runId: 'run-2', webhookUrl: 'http://127.0.0.1:9/hook', request: { prompt: 'y' }, owner: '', createdAt: at });
+    await store.insert({ id: 'job-refused-now', sessionId: 's3', runId: 'run-3', webhookUrl: null, request: { prompt: 'refuse me' }, owner: '', createdAt: at });
+    jobs = create({ retentionMs: 100 * 365 * 86_400_000 });
+    await jobs.start();
+    const refused = await jobs.get('job-refused-now', SOLE_CALLER);
+    assert.equal(refused.status, 'crashed', 'a job that can no longer be accepted is not left pending');
+    assert.equal(refused.crash_info?.reason, 'service_restart');
+    assert.match(refused.error ?? '', /could not be accepted again: prompt: refused by the fake/);
+
+    (await runs.run('y')).finish({ kind: 'completed', envelope: envelope('ran after the restart'), rawOutput: '' });
+    await until(async () => (await status('job-was-pending')) === 'completed', 'the pending job to complete');
+    const ran = await jobs.get('job-was-pending', SOLE_CALLER);
+    assert.equal(ran.output, 'ran after the restart');
+    assert.equal(ran.session_id, session);
+    await until(async () => webhooks.deliveries.length === 1, 'its webhook');
   });
 
   it('at start, sends again a webhook whose delivery a stop interrupted', async () => {
@@ -379,7 +402,7 @@ describe('JobService', () => {
     await jobs.start();
     assert.equal(await store.get('job-old-done'), undefined);
     assert.equal(await status('job-new-done'), 'completed');
-    assert.equal(await status('job-old-pending'), 'crashed', 'reconciled, and recent enough to keep');
+    assert.notEqual(await store.get('job-old-pending'), undefined, 'unfinished: run again, and kept');
   });
 
   it('lists newest first with a status filter, clamping the limit', async () => {

@@ -135,4 +135,27 @@ describe('a client that does not read', () => {
       await app.close();
     }
   });
+
+  it('is not cut off for one frame larger than the limit followed at once by another', async () => {
+    const fastify = (await import('fastify')).default;
+    const app = fastify();
+    const big = 'y'.repeat(512 * 1024);
+    app.get('/large', async (_request, reply) => {
+      await streamEvents(reply, { heartbeatMs: 60_000, maxBufferedBytes: 64 * 1024 }, async (channel) => {
+        channel.send({ type: 'output', content: big });
+        channel.send({ type: 'result', content: big });
+        await delay(200);
+        channel.send({ type: 'done' });
+      });
+    });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    try {
+      const port = (app.server.address() as { port: number }).port;
+      const text = await (await fetch(`http://127.0.0.1:${port}/large`)).text();
+      assert.equal(text.split('\n\n').filter((frame) => frame.startsWith('data:')).length, 3, 'all three frames arrived');
+      assert.match(text, /"done"/);
+    } finally {
+      await app.close();
+    }
+  });
 });

@@ -8,6 +8,7 @@ import type { AttachedContainer, ContainerRuntime } from '../../runtime/containe
 import { engineContainer, type EngineContainerSettings } from '../runs/engine-container.js';
 import { LineReader, type ReadLine } from './line-reader.js';
 import type { PooledEngine } from '../pool/engine-pool.js';
+import { attachAgent, createTurnsFifo } from './agent-attachment.js';
 
 /** Stopping an agent: a termination signal, then a kill after 5 s. */
 export const STOP_GRACE_MS = 5_000;
@@ -31,6 +32,8 @@ function lastLine(text: string): string {
 
 export class AgentContainer {
   private stopReason: string | undefined;
+  /** Let go at a detaching shutdown: the container runs on, nothing is removed or released. */
+  private detached = false;
   private stderrTail = '';
   private monitoring: Promise<void> | undefined;
 
@@ -38,7 +41,7 @@ export class AgentContainer {
     private readonly deps: AgentContainerDependencies,
     readonly containerId: string,
     /** Names the container's input directory (RunInputs): the agent's id, or the pooled engine's run id. */
-    private readonly inputsId: string,
+    readonly inputsId: string,
     private readonly attached: AttachedContainer,
     private readonly session: PreparedSession,
   ) {}
@@ -51,8 +54,9 @@ export class AgentContainer {
     let attached: AttachedContainer | undefined;
     try {
       await deps.inputs.write(agentId, inputFiles);
+      await createTurnsFifo(deps.inputs, agentId);
       containerId = await runtime.createContainer(spec);
-      attached = await runtime.attach(containerId);
+      attached = await attachAgent(runtime, deps.inputs, containerId, agentId);
       await runtime.startContainer(containerId);
       return new AgentContainer(deps, containerId, agentId, attached, session);
     } catch (error) {
@@ -63,12 +67,17 @@ export class AgentContainer {
     }
   }
 
+  /** An agent's running container found again after a restart (core/agents/agent-restore.ts), attached anew. */
+  static resume(deps: AgentContainerDependencies, containerId: string, inputsId: string, attached: AttachedContainer, session: PreparedSession): AgentContainer {
+    return new AgentContainer(deps, containerId, inputsId, attached, session);
+  }
+
   /** Takes over a pre-started engine of the agents' pool: created, attached, started and past its handshake. */
   static adopt(deps: AgentContainerDependencies, engine: PooledEngine): AgentContainer {
     return new AgentContainer(deps, engine.containerId, engine.runId, engine.attached, engine.session);
   }
 
-  /** One line on the engine's stdin. */
+  /** One line on the engine's input (its turns FIFO). */
   write(line: string): void {
     if (!this.attached.stdin.writable) throw new Error('the engine\'s stdin is closed');
     this.attached.stdin.write(`${line}\n`);
@@ -78,6 +87,12 @@ export class AgentContainer {
   monitor(sink: AgentSink): Promise<void> {
     this.monitoring ??= this.run(sink);
     return this.monitoring;
+  }
+
+  /** Drops the attach connection only (shutdown with detach): the engine goes on; monitor() ends without removing anything. */
+  detach(): void {
+    this.detached = true;
+    this.attached.close();
   }
 
   /** SIGTERM, SIGKILL after the grace period; resolves when the container is gone. */
@@ -113,8 +128,9 @@ export class AgentContainer {
         for (const line of stdout.flush()) sink.stdout(line);
         for (const line of stderr.flush()) sink.stderr(line);
       } catch (error) {
-        log.warn({ err: error, containerId: this.containerId }, 'agent output stream failed');
+        if (!this.detached) log.warn({ err: error, containerId: this.containerId }, 'agent output stream failed');
       }
+      if (this.detached) return;
       // The attach stream ends with the container. Should it end first (connection lost), the engine's
       // stdin is gone too and the agent is useless: make sure the container ends.
       let timer: NodeJS.Timeout | undefined;
@@ -129,14 +145,19 @@ export class AgentContainer {
         exitReason = `agent: the engine exited with code ${exit.exitCode}${exit.oomKilled ? ' (out of memory)' : ''}${tail ? `: ${tail}` : ''}`;
       }
     } finally {
-      // Resources first, then the exited event: a subscriber that sees it may rely on the container being gone.
-      this.attached.close();
-      await runtime.removeContainer(this.containerId).catch((error: unknown) => {
-        log.error({ err: error, containerId: this.containerId }, 'agent container removal failed; the reaper will retry at next start');
-      });
-      await this.deps.inputs.remove(this.inputsId).catch(() => undefined);
-      await this.session.release().catch((error: unknown) => log.error({ err: error }, 'agent session release failed'));
-      sink.exit(this.stopReason ?? exitReason);
+      if (!this.detached) await this.release(sink, exitReason);
     }
+  }
+
+  /** Resources first, then the exited event: a subscriber that sees it may rely on the container being gone. */
+  private async release(sink: AgentSink, exitReason: string): Promise<void> {
+    const { runtime, log } = this.deps;
+    this.attached.close();
+    await runtime.removeContainer(this.containerId).catch((error: unknown) => {
+      log.error({ err: error, containerId: this.containerId }, 'agent container removal failed; the reaper will retry at next start');
+    });
+    await this.deps.inputs.remove(this.inputsId).catch(() => undefined);
+    await this.session.release().catch((error: unknown) => log.error({ err: error }, 'agent session release failed'));
+    sink.exit(this.stopReason ?? exitReason);
   }
 }

@@ -14,6 +14,9 @@ import { AgentContainer, type AgentContainerDependencies } from './agent-contain
 import { AGENT_STATUSES, EXIT_REASONS, type AgentSnapshot, type AgentStatus } from './agent-types.js';
 import type { Subscription } from './subscription.js';
 import { IdleWatchdog, type Timers } from './watchdog.js';
+import { findAgentAgain, type RestoreDependencies } from './agent-restore.js';
+import type { AgentStore } from '../../store/agents/agent-store.js';
+import { RunSlot, type ContainerSlots } from '../runs/container-slots.js';
 
 /** The body of POST /agents, as the wire schema shapes it. */
 export interface AgentSpawnRequest {
@@ -27,7 +30,11 @@ export interface AgentSpawnRequest {
 export interface AgentServiceDependencies {
   /** Validation, image check and session taking, shared with runs. */
   readonly runs: { accept(request: RunRequest, options: { readonly caller: Caller; readonly purpose: 'agent' }): Promise<AcceptedRun> };
-  readonly sessions: { hide(sessionId: string): Promise<void> };
+  readonly sessions: { hide(sessionId: string): Promise<void> } & RestoreDependencies['sessions'];
+  /** Durable records, so that a restarted service finds its agents again (absent in unit tests). */
+  readonly store?: AgentStore;
+  /** Where restored agents take their container slots. */
+  readonly slots?: ContainerSlots;
   readonly container: AgentContainerDependencies;
   readonly defaultIdleTimeoutSeconds: number;
   readonly idleTickMs: number;
@@ -43,7 +50,8 @@ export interface AgentServiceDependencies {
 
 interface Entry {
   readonly agent: Agent;
-  readonly container: AgentContainer;
+  /** Undefined for an agent found gone at start (listed as exited only). */
+  readonly container: AgentContainer | undefined;
   /** Resolves when the engine has exited and its container is removed. */
   readonly ended: Promise<void>;
   /** The caller that spawned it (core/auth/caller.ts). */
@@ -59,6 +67,8 @@ export class AgentService {
   private readonly entries = new Map<string, Entry>();
   private readonly watchdog: IdleWatchdog;
   private closed = false;
+  /** Shutdown begun: no new turns (503). */
+  private refusingTurns = false;
 
   constructor(private readonly deps: AgentServiceDependencies) {
     this.watchdog = new IdleWatchdog(
@@ -67,6 +77,7 @@ export class AgentService {
         stop: (agent, reason) => void this.stopEntry(agent.id, reason),
         forget: (agent) => {
           this.entries.delete(agent.id);
+          this.deps.store?.remove(agent.id);
           this.reportStatuses();
         },
       },
@@ -118,8 +129,22 @@ export class AgentService {
       ...(request.prompt !== undefined ? { firstPrompt: accepted.plan.prompt } : {}),
       write: (line) => container.write(line),
       now: this.deps.now,
-      onStatus: () => this.reportStatuses(),
+      onStatus: () => this.statusChanged(agentId),
       maxSubscribers: this.deps.maxSubscribers,
+    });
+    this.deps.store?.insert({
+      id: agentId,
+      owner: caller.owner,
+      sessionId: session.sessionId,
+      runId: accepted.runId,
+      inputsId: container.inputsId,
+      container: container.containerId,
+      workdir: accepted.plan.workdir,
+      persistent: session.persistent,
+      idleTimeoutSeconds,
+      idleTimeoutDisabled: disabled,
+      ...agent.progress(),
+      createdAt: new Date(agent.createdAtMs).toISOString(),
     });
     // The agent holds its container slot until its container is gone.
     const ended = container.monitor(agent).finally(() => accepted.slot.release());
@@ -141,6 +166,58 @@ export class AgentService {
     return agent.snapshot();
   }
 
+  /**
+   * Start-up: the agents a previous process left are found again (agent-restore.ts). Running ones are
+   * attached again with their snapshot, watchdog and turn in progress; the others are listed as exited,
+   * with an exit_error that says why, for the retention period.
+   */
+  async restore(): Promise<void> {
+    const { store } = this.deps;
+    if (!store) return;
+    store.removeExitedBefore(new Date((this.deps.now ?? Date.now)()).toISOString());
+    let resumed = 0;
+    for (const record of store.live()) {
+      const found = await findAgentAgain({ container: this.deps.container, sessions: this.deps.sessions, log: this.deps.log }, record).catch(
+        (error: unknown) => ({ kind: 'gone' as const, exitError: `agent: it could not be followed again after the restart: ${(error as Error).message}` }),
+      );
+      const agent = new Agent({
+        id: record.id,
+        sessionId: record.sessionId,
+        idleTimeoutSeconds: record.idleTimeoutSeconds,
+        idleTimeoutDisabled: record.idleTimeoutDisabled,
+        write: (line) => (found.kind === 'running' ? found.container.write(line) : undefined),
+        now: this.deps.now,
+        onStatus: () => this.statusChanged(record.id),
+        maxSubscribers: this.deps.maxSubscribers,
+        restored: {
+          createdAtMs: Date.parse(record.createdAt),
+          lastActivityMs: Date.parse(record.lastActivityAt),
+          turnsCompleted: found.kind === 'running' ? found.turnsCompleted : record.turnsCompleted,
+          turnsEnded: found.kind === 'running' ? found.turnsEnded : record.turnsEnded,
+          currentTurn: found.kind === 'running' ? found.currentTurn : undefined,
+        },
+      });
+      if (found.kind === 'gone') {
+        this.entries.set(record.id, { agent, container: undefined, ended: Promise.resolve(), owner: record.owner });
+        agent.exit(found.exitError);
+        this.deps.log.warn({ agentId: record.id, reason: found.exitError }, 'an agent of the previous process is gone');
+        continue;
+      }
+      const slot = this.deps.slots ? new RunSlot(this.deps.slots, record.owner) : undefined;
+      try {
+        slot?.take();
+      } catch {
+        // The container exists whatever the limits say; it is followed uncounted.
+      }
+      const ended = found.container.monitor(agent).finally(() => slot?.release());
+      this.entries.set(record.id, { agent, container: found.container, ended, owner: record.owner });
+      this.statusChanged(record.id);
+      resumed += 1;
+    }
+    if (resumed > 0) this.deps.log.info({ count: resumed }, 'following again the agents the previous process left running');
+    this.reportStatuses();
+  }
+
   list(caller: Caller): AgentSnapshot[] {
     return [...this.entries.values()]
       .filter((entry) => entry.owner === caller.owner)
@@ -153,6 +230,7 @@ export class AgentService {
 
   send(id: string, prompt: string, caller: Caller): { turn_id: string } {
     const { agent } = this.entry(id, caller);
+    if (this.refusingTurns) throw errors.shuttingDown();
     const text = checkPrompt(prompt, this.deps.maxPromptBytes);
     return { turn_id: agent.send(text) };
   }
@@ -167,10 +245,36 @@ export class AgentService {
     if (entry.agent.status === 'exited') {
       await entry.ended;
       this.entries.delete(id);
+      this.deps.store?.remove(id);
       this.reportStatuses();
       return;
     }
     await this.stopEntry(id, EXIT_REASONS.deleted);
+  }
+
+  /** Shutdown begun: new turns are refused (new agents are refused by the run service). */
+  stopAccepting(): void {
+    this.refusingTurns = true;
+  }
+
+  /** Shutdown with `drain`: resolves once no agent is generating a turn. */
+  async turnsDone(pollMs = 100): Promise<void> {
+    while ([...this.entries.values()].some((entry) => entry.agent.status === 'generating')) await new Promise((resolve) => setTimeout(resolve, pollMs));
+  }
+
+  /**
+   * Shutdown with `detach`: every agent's container goes on running; Berth only lets go of its attach
+   * connection. Subscribers get an error event saying so, then their streams close.
+   */
+  async detach(): Promise<void> {
+    this.closed = true;
+    this.watchdog.stop();
+    for (const entry of this.entries.values()) {
+      if (entry.agent.status === 'exited') continue;
+      entry.agent.detach('the service is restarting; this agent keeps running and can be used again once the service is back');
+      entry.container?.detach();
+    }
+    await Promise.allSettled([...this.entries.values()].map((entry) => entry.ended));
   }
 
   /** Shutdown: no more spawns, every live agent stopped and its container removed. */
@@ -184,7 +288,7 @@ export class AgentService {
     const entry = this.entries.get(id);
     if (!entry) return Promise.resolve();
     if (entry.agent.status === 'exited') return entry.ended;
-    entry.stopping ??= entry.container.stop(reason).catch((error: unknown) => {
+    entry.stopping ??= (entry.container?.stop(reason) ?? Promise.resolve()).catch((error: unknown) => {
       this.deps.log.error({ err: error, agentId: id }, 'agent stop failed');
     });
     this.deps.log.info({ agentId: id, reason }, 'stopping agent');
@@ -204,6 +308,20 @@ export class AgentService {
       throw errors.invalid('idle_timeout_seconds: must be a whole number of seconds ≥ 0 (0 keeps the default)');
     }
     return seconds;
+  }
+
+  /** After every status change of an agent: its durable record and the metrics. */
+  private statusChanged(id: string): void {
+    const entry = this.entries.get(id);
+    if (entry) {
+      try {
+        this.deps.store?.update(id, entry.agent.progress());
+      } catch (error) {
+        // A full disk must not stop the agent; its record is written again at its next change.
+        this.deps.log.error({ err: error, agentId: id }, 'the agent\'s record could not be written');
+      }
+    }
+    this.reportStatuses();
   }
 
   private reportStatuses(): void {

@@ -24,8 +24,30 @@ export interface AgentOptions {
   readonly subscriberBuffer?: number;
   /** Event streams one agent serves at once (SERVICE_AGENT_MAX_SUBSCRIBERS); beyond it subscribe() is a 429. */
   readonly maxSubscribers?: number;
-  /** Called after every status change (metrics). */
+  /** Called after every status change (metrics, the durable record). */
   readonly onStatus?: () => void;
+  /**
+   * An agent a previous process spawned, found again after a restart: its times and counts, and the turn it
+   * was generating (it goes on generating it until the engine's result line).
+   */
+  readonly restored?: {
+    readonly createdAtMs: number;
+    readonly lastActivityMs: number;
+    readonly turnsCompleted: number;
+    readonly turnsEnded: number;
+    readonly currentTurn: string | undefined;
+  };
+}
+
+/** An agent's durable state (store/agents), written after every status change. */
+export interface AgentProgressView {
+  readonly status: AgentStatus;
+  readonly currentTurn: string | null;
+  readonly turnsCompleted: number;
+  readonly turnsEnded: number;
+  readonly exitError: string | null;
+  readonly lastActivityAt: string;
+  readonly exitedAt: string | null;
 }
 
 type TurnResult = { readonly failed: false } | { readonly failed: true; readonly message: string };
@@ -56,6 +78,8 @@ export class Agent {
   private statusValue: AgentStatus = 'starting';
   private lastActivityMs: number;
   private turnsCompleted = 0;
+  /** Turns that reached their result line, failed ones included. */
+  private turnsEnded = 0;
   private currentTurn: string | undefined;
   private lastTurn: string | undefined;
   private exitErrorValue: string | undefined;
@@ -72,6 +96,28 @@ export class Agent {
     this.createdAtMs = this.now();
     this.lastActivityMs = this.createdAtMs;
     this.fanout = new EventFanout(options.subscriberBuffer ?? SUBSCRIBER_BUFFER);
+    const { restored } = options;
+    if (restored) {
+      this.createdAtMs = restored.createdAtMs;
+      this.lastActivityMs = restored.lastActivityMs;
+      this.turnsCompleted = restored.turnsCompleted;
+      this.turnsEnded = restored.turnsEnded;
+      this.currentTurn = restored.currentTurn;
+      this.lastTurn = restored.currentTurn;
+      this.statusValue = restored.currentTurn === undefined ? 'idle' : 'generating';
+    }
+  }
+
+  progress(): AgentProgressView {
+    return {
+      status: this.statusValue,
+      currentTurn: this.currentTurn ?? null,
+      turnsCompleted: this.turnsCompleted,
+      turnsEnded: this.turnsEnded,
+      exitError: this.exitErrorValue ?? null,
+      lastActivityAt: new Date(this.lastActivityMs).toISOString(),
+      exitedAt: this.exitedAtMs === undefined ? null : new Date(this.exitedAtMs).toISOString(),
+    };
   }
 
   get status(): AgentStatus {
@@ -147,6 +193,7 @@ export class Agent {
     if (this.statusValue !== 'generating') return;
     const result = turnResultOf(line);
     if (!result) return;
+    this.turnsEnded += 1;
     if (result.failed) this.emit('error', result.message);
     else {
       this.turnsCompleted += 1;
@@ -180,6 +227,16 @@ export class Agent {
     this.currentTurn = undefined;
     this.setStatus('exited');
     this.fanout.finish(this.finalEvents());
+  }
+
+  /** The service lets go of the agent without stopping it (shutdown with detach): subscribers are told and closed. */
+  detach(reason: string): void {
+    if (this.statusValue === 'exited') return;
+    const at = new Date(this.now()).toISOString();
+    this.fanout.finish([
+      { type: 'error', ...(this.currentTurn ? { turn_id: this.currentTurn } : {}), content: reason, at },
+      { type: 'closed', at },
+    ]);
   }
 
   /** Whether the idle watchdog should stop this agent at `nowMs`. */

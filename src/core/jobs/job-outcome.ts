@@ -12,6 +12,7 @@ import type { CrashInfo, CrashReason, JobChange } from '../../store/jobs/job-sto
 export interface JobRunner {
   accept(request: RunRequest, options: { readonly caller: Caller; readonly slot?: 'now' | 'later' }): Promise<AcceptedRun>;
   abandon(accepted: AcceptedRun): Promise<void>;
+  acceptAgain(run: { readonly runId: string; readonly sessionId: string; readonly request: RunRequest; readonly caller: Caller }): Promise<AcceptedRun>;
   reattach(run: { readonly runId: string; readonly sessionId: string; readonly request: RunRequest; readonly caller: Caller }): Promise<{ accepted: AcceptedRun; container: ContainerState } | undefined>;
   execute(accepted: AcceptedRun, mode: RunMode, signal: AbortSignal, hooks?: RunHooks, container?: ContainerState): Promise<RunOutcome>;
   toResult(accepted: AcceptedRun, outcome: RunOutcome): Promise<RunResult>;
@@ -21,7 +22,7 @@ export interface JobRunner {
 export const JOB_MESSAGES = {
   cancelled: 'cancelled by DELETE /jobs/:id',
   restartedWhileRunning: 'the service restarted while the job was running, and its container was gone; the job could not be resumed',
-  restartedWhilePending: 'the service restarted before the job started; the job was never run',
+  restartedWhilePending: 'the service restarted before the job started, and the job could not be accepted again',
   stoppedWhileRunning: 'the service stopped while the job was running; its container was removed',
   stoppedWhilePending: 'the service stopped before the job started; the job was never run',
 } as const;

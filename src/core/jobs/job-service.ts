@@ -5,7 +5,8 @@
 //   pending ──slot free──▶ running ──▶ completed | failed | crashed
 //      │                      │
 //      └──────── DELETE ──────┴──▶ cancelled
-//   service stop or start-up after a crash: pending, running ──▶ crashed   (docs/jobs.md)
+//   service stop: pending, running ──▶ crashed; start-up after a crash or a detach: running jobs followed
+//   again (crashed only when their container is gone), pending jobs run   (docs/jobs.md)
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { BerthError, errors } from '../../errors.js';
@@ -82,8 +83,8 @@ export class JobService {
   }
 
   /**
-   * Start-up: jobs a previous process left pending or running become crashed (their containers were
-   * already removed by the reaper, by label), owed webhooks are sent, old jobs are pruned.
+   * Start-up: jobs a previous process left running are followed again, pending ones are queued again, owed
+   * webhooks are sent, old jobs are pruned.
    */
   async start(): Promise<void> {
     const { store, log } = this.deps;
@@ -106,11 +107,22 @@ export class JobService {
         crashed += 1;
       }
     }
-    // Jobs that had not started were accepted by the previous process (their sessions taken there): they
-    // end as crashed, never run twice.
+    // Jobs that had not started are accepted again, under their run and session ids, and queued in their
+    // submission order; one that can no longer be accepted (its session or image gone) crashes with the reason.
+    let queued = 0;
     for (const job of await store.withStatus('pending')) {
-      if (await store.transition(job.id, ['pending'], { status: 'crashed', crashInfo: serviceCrash('service_restart'), error: JOB_MESSAGES.restartedWhilePending }, at)) crashed += 1;
+      try {
+        const accepted = await this.deps.runs.acceptAgain({ runId: job.runId, sessionId: job.sessionId, request: job.request as RunRequest, caller: { owner: job.owner } });
+        this.accepted.set(job.id, accepted);
+        this.queue.enqueue(job.id, () => track(this.jobTasks, this.runJob(job.id)));
+        queued += 1;
+      } catch (error) {
+        log.warn({ err: error, jobId: job.id }, 'a job left pending by the previous process cannot be accepted again');
+        const reason = error instanceof BerthError ? `: ${error.message}` : '';
+        if (await store.transition(job.id, ['pending'], { status: 'crashed', crashInfo: serviceCrash('service_restart'), error: `${JOB_MESSAGES.restartedWhilePending}${reason}` }, at)) crashed += 1;
+      }
     }
+    if (queued > 0) log.info({ count: queued }, 'running the jobs the previous process left pending');
     if (followed > 0) log.info({ count: followed }, 'following again the jobs the previous process left running');
     if (crashed > 0) log.warn({ count: crashed }, 'jobs left pending, or running without a container, by the previous process were marked crashed');
     for (const job of await store.pendingWebhooks()) this.deliver(job);
@@ -125,13 +137,13 @@ export class JobService {
 
   /** POST /run/async: validation and the session happen here, so refusals are ordinary HTTP errors. */
   async submit(request: RunRequest, caller: Caller): Promise<SubmittedJob> {
-    if (this.isStopping()) throw errors.runtimeUnavailable('the service is shutting down; no new jobs are accepted');
+    if (this.isStopping()) throw errors.shuttingDown();
     // A job waits for its container slot while pending (runJob), instead of being refused like a sync run.
     const accepted = await this.deps.runs.accept(request, { caller, slot: 'later' });
     const id = `job-${randomUUID()}`;
     let inserted = false;
     try {
-      if (this.isStopping()) throw errors.runtimeUnavailable('the service is shutting down; no new jobs are accepted');
+      if (this.isStopping()) throw errors.shuttingDown();
       await this.deps.store.insert({
         id,
         sessionId: accepted.session.sessionId,
@@ -150,7 +162,7 @@ export class JobService {
       if (!inserted) throw error;
       // The queue closed under us (shutdown): the stored job must not stay pending.
       await this.deps.store.transition(id, ['pending'], { status: 'crashed', crashInfo: serviceCrash('service_stop'), error: JOB_MESSAGES.stoppedWhilePending }, this.timestamp());
-      throw errors.runtimeUnavailable('the service is shutting down; no new jobs are accepted');
+      throw errors.shuttingDown();
     }
     this.refreshCounts();
     return { job_id: id, session_id: accepted.session.sessionId };
@@ -217,6 +229,27 @@ export class JobService {
     }
     for (const run of this.running.values()) run.controller.abort();
     await Promise.allSettled([...this.jobTasks]);
+    this.deliveries.abort();
+    await Promise.allSettled([...this.deliveryTasks]);
+  }
+
+  /** Shutdown with `drain`: resolves once no job is queued or running (new ones are refused by then). */
+  async idle(pollMs = 100): Promise<void> {
+    while (this.accepted.size > 0 || this.running.size > 0) await new Promise((resolve) => setTimeout(resolve, pollMs));
+  }
+
+  /**
+   * Shutdown with `detach`: nothing is cancelled. Running jobs stay `running` (their containers go on and
+   * the next start follows them), queued ones stay `pending` (the next start runs them); webhook deliveries
+   * stop (owed ones are sent by the next start).
+   */
+  async detach(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.pruneTimer);
+    const left = this.queue.close();
+    if (left.length > 0) this.deps.log.info({ count: left.length }, 'jobs left pending for the next start');
+    if (this.running.size > 0) this.deps.log.info({ count: this.running.size }, 'jobs left running for the next start to follow');
     this.deliveries.abort();
     await Promise.allSettled([...this.deliveryTasks]);
   }

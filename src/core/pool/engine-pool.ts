@@ -14,6 +14,7 @@ import type { ContainerSlots } from '../runs/container-slots.js';
 import { deriveSessionTitle, TITLE_FILE_NAME, titleHookOutput } from '../../engine/session-title.js';
 import { poolMissReason, type MissReason } from './pool-match.js';
 import { awaitEngineReady } from './engine-ready.js';
+import { attachAgent, createTurnsFifo } from '../agents/agent-attachment.js';
 
 /** Owner of a pooled engine's session until a caller claims it (no caller's owner starts like this). */
 export const POOL_OWNER_PREFIX = '\u0000berth-pool:';
@@ -314,8 +315,9 @@ export class EnginePool {
         id: runId, plan: template, session, volumeSources: [], engineBinary, ...(agent ? { interactive: true } : { pooled: true }),
       });
       await container.inputs.write(runId, inputFiles);
+      if (agent) await createTurnsFifo(container.inputs, runId);
       containerId = await runtime.createContainer(spec);
-      attached = await runtime.attach(containerId);
+      attached = agent ? await attachAgent(runtime, container.inputs, containerId, runId) : await runtime.attach(containerId);
       await runtime.startContainer(containerId);
       if (agent) attached = await awaitEngineReady(attached, READY_TIMEOUT_MS);
     } catch (error) {

@@ -1,8 +1,10 @@
 // Host directories holding each run's input files, one per run or agent id, bind-mounted read-only at
 // INPUT_DIR and removed when the run ends. They live under the sessions directory so that one host path
 // mapping (SERVICE_AGENT_SESSIONS_HOST_DIR) serves both when Berth itself runs in a container.
+import { execFile } from 'node:child_process';
 import { chmod, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 
 const INPUTS_DIR = '.inputs';
 
@@ -53,6 +55,23 @@ export class RunInputs {
       await writeFile(path, file.content, { mode: 0o444, flag: 'wx' });
       await chmod(path, 0o444);
     }
+  }
+
+  /**
+   * Creates a FIFO in an id's directory (a persistent agent's turns: engine/layout.ts AGENT_INPUT_FIFO) and
+   * returns Berth's path of it. Mode 0666 so that the container's user, whatever it maps to, can open it;
+   * the directories above it cannot be listed (0711), so only who knows the agent's id finds it.
+   */
+  async createFifo(id: string, name: string): Promise<string> {
+    const path = join(this.dir, id, name);
+    // Node has no mkfifo(); coreutils' does it with an explicit mode, whatever Berth's umask.
+    await promisify(execFile)('mkfifo', ['-m', '0666', path]);
+    return path;
+  }
+
+  /** Berth's path of a file in an id's directory. */
+  pathOf(id: string, name: string): string {
+    return join(this.dir, id, name);
   }
 
   async remove(id: string): Promise<void> {

@@ -91,6 +91,8 @@ interface AcceptOptions {
   readonly sessionId?: string;
   /** 'later': an async job, which waits for its container slot while pending. */
   readonly slot?: 'now' | 'later';
+  /** The run id a job was given by a previous process (acceptAgain); such a run never takes a pooled engine. */
+  readonly runId?: string;
   /** What the engine is for: a one-shot run (the default) or a persistent agent; each has its own pool. */
   readonly purpose?: 'run' | 'agent';
 }
@@ -101,8 +103,14 @@ export function newRunId(): string {
 
 export class RunService {
   private readonly inFlight = new Set<Promise<unknown>>();
+  private accepting = true;
 
   constructor(private readonly deps: RunServiceDependencies) {}
+
+  /** Shutdown: from now on every new run, job and agent is refused (503); runs in flight go on. */
+  stopAccepting(): void {
+    this.accepting = false;
+  }
 
   /** Resolves when every run in flight has ended (used at shutdown, after the shutdown signal). */
   async drain(): Promise<void> {
@@ -114,6 +122,7 @@ export class RunService {
     request: RunRequest,
     options: AcceptOptions,
   ): Promise<AcceptedRun> {
+    if (!this.accepting) throw errors.shuttingDown();
     const slot = new RunSlot(this.deps.slots, options.caller.owner);
     // Taken first: a caller at its limit is refused before anything is validated, locked or created.
     if (options.slot !== 'later') slot.take();
@@ -158,6 +167,15 @@ export class RunService {
       await this.deps.runtime.removeContainer(container.id).catch(() => undefined);
       return undefined;
     }
+  }
+
+  /**
+   * A job a previous process accepted but never started, accepted again under the same run and session ids:
+   * the session it had made for the run, never used, is made anew; refusals are those of a new request.
+   */
+  async acceptAgain(run: { readonly runId: string; readonly sessionId: string; readonly request: RunRequest; readonly caller: Caller }): Promise<AcceptedRun> {
+    await this.deps.sessions.removeIfNeverRun(run.sessionId, run.caller.owner);
+    return this.accept(run.request, { caller: run.caller, slot: 'later', sessionId: run.sessionId, runId: run.runId });
   }
 
   /** Gives up an accepted run that will not be executed: its session and its slot. */
@@ -206,13 +224,13 @@ export class RunService {
       return this.deps.images.engineBinary(plan.container.image);
     });
     // A run like the default request takes a pre-started engine (and its session) when one is ready.
-    const pool = this.poolFor(options, slot, plan);
+    const pool = options.runId === undefined ? this.poolFor(options, slot, plan) : undefined;
     const pooled = pool ? await phases.measure('claim', async () => pool.claim(plan, options.caller.owner)) : undefined;
     if (pooled) {
       phases.mark();
       return { runId: pooled.runId, plan, session: pooled.session, phases, slot, engineBinary, pooled };
     }
-    const runId = newRunId();
+    const runId = options.runId ?? newRunId();
     // The run's configuration directory is named by its run id: a later process can follow the run again.
     const session = await phases.measure('session', () =>
       this.deps.sessions.prepare(plan.session, plan.workdir, {

@@ -170,6 +170,17 @@ export class SessionStore {
     return removed;
   }
 
+  /**
+   * Removes the owner's session directory when no run ever wrote a transcript in it (a pending job's, made by
+   * a previous process), so that it can be made again under the same id; a session with history is kept.
+   */
+  async removeIfNeverRun(sessionId: string, owner: string): Promise<void> {
+    const id = checkSessionUuid(sessionId);
+    const dir = join(this.root, id);
+    if (this.busy.has(id) || !(await this.belongsTo(dir, owner))) return;
+    if ((await transcriptFiles(dir, id)).length === 0) await rm(dir, { recursive: true, force: true });
+  }
+
   isBusy(sessionId: string): boolean {
     return this.busy.has(checkSessionUuid(sessionId));
   }

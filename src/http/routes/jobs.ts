@@ -97,7 +97,7 @@ export function registerJobRoutes(app: FastifyInstance, deps: { jobs: JobService
       schema: {
         tags: ['jobs'],
         summary: 'Read a job',
-        description: 'Statuses: pending → running → completed, failed or crashed; pending or running → cancelled by DELETE. Jobs found pending or running when the server starts become crashed (crash_info.reason service_restart); they are never run again.',
+        description: 'Statuses: pending → running → completed, failed or crashed; pending or running → cancelled by DELETE. After a restart of the service, jobs found running are followed again (crashed with crash_info.reason service_restart only when their container is gone) and jobs found pending are run.',
         params: JobIdParams,
         response: {
           200: withExample(JobSchema, {

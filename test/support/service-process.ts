@@ -1,0 +1,140 @@
+// Berth as a child process (`src/main.ts`), so that a test can kill it (SIGKILL, SIGTERM) mid-work and
+// start it again on the same data directory, as an operator would. The model lives outside the service, as
+// a real model endpoint does, so that runs and agents keep talking to it while the service is down.
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { startOfflineModel, type OfflineModel } from '../../src/offline-model/server.js';
+import { testEnvironment } from './berth.js';
+import { waitFor } from './wait.js';
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+export interface ServiceProcess {
+  readonly instance: string;
+  readonly dir: string;
+  url(): string;
+  start(env?: Record<string, string>): Promise<void>;
+  /** A signal to the service's process group; resolves when it exited (SIGKILL after 30 s otherwise). */
+  signal(signal: NodeJS.Signals): Promise<void>;
+  api(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;
+  /** Names of the instance's containers, through the podman CLI (also while the service is down). */
+  containers(): string[];
+  output(): string;
+  /** Kills the service and removes everything of the instance: containers, secret, model, directory. */
+  dispose(): Promise<void>;
+}
+
+export async function serviceProcess(baseEnv: Record<string, string> = {}): Promise<ServiceProcess> {
+  const instance = `test-svc-${randomBytes(4).toString('hex')}`;
+  const dir = await mkdtemp(join(tmpdir(), 'berth-svc-'));
+  const modelKey = `sk-berth-test-${randomBytes(12).toString('hex')}`;
+  const modelSecret = `test-svc-model-key-${randomBytes(4).toString('hex')}`;
+  const model: OfflineModel = await startOfflineModel({ host: '0.0.0.0', port: 0, apiKey: modelKey });
+  execFileSync('sh', ['-c', `printf '%s' "$KEY" | podman secret create ${modelSecret} -`], { env: { ...process.env, KEY: modelKey } });
+  let child: ChildProcess | undefined;
+  let url = '';
+  let output = '';
+
+  const service: ServiceProcess = {
+    instance,
+    dir,
+    url: () => url,
+    output: () => output,
+    async start(env = {}) {
+      const port = await freePort();
+      url = `http://127.0.0.1:${port}`;
+      output = '';
+      child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+        cwd: join(import.meta.dirname, '../..'),
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: {
+          ...process.env,
+          ...testEnvironment(dir, instance, port),
+          SERVICE_OFFLINE_MODEL: 'false',
+          SERVICE_ENGINE_CREDENTIALS_SECRET: modelSecret,
+          SERVICE_ENGINE_BASE_URL: `http://host.containers.internal:${model.port}`,
+          SERVICE_LOG_LEVEL: 'info',
+          ...baseEnv,
+          ...env,
+        },
+      });
+      child.stdout!.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-50_000)));
+      child.stderr!.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-50_000)));
+      const current = child;
+      await waitFor('the service to answer', async () => {
+        if (current.exitCode !== null) throw new Error(`the service exited with ${current.exitCode}: ${output}`);
+        return (await fetch(`${url}/health`)).ok || undefined;
+      }, 90_000, 200).catch((error: unknown) => {
+        throw new Error(`${(error as Error).message}\n${output}`);
+      });
+    },
+    async signal(signal) {
+      const current = child;
+      if (!current || current.exitCode !== null || current.signalCode !== null) return;
+      const exited = new Promise((resolve) => current.once('exit', resolve));
+      process.kill(-current.pid!, signal);
+      await Promise.race([exited, delay(60_000, undefined, { ref: false })]);
+      try {
+        process.kill(-current.pid!, 'SIGKILL');
+      } catch {
+        // The group has exited.
+      }
+    },
+    async api(method, path, body) {
+      const response = await fetch(`${url}${path}`, {
+        method,
+        headers: body === undefined ? {} : { 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const text = await response.text();
+      let parsed: unknown = text;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        // Not JSON.
+      }
+      return { status: response.status, body: parsed as any };
+    },
+    containers: () =>
+      execFileSync('podman', ['ps', '-a', '--filter', `label=berth.instance=${instance}`, '--format', '{{.Names}}'], { encoding: 'utf8' })
+        .split('\n')
+        .filter((line) => line.trim() !== ''),
+    async dispose() {
+      await service.signal('SIGKILL');
+      const holders = execFileSync('podman', ['ps', '-aq', '--filter', `label=berth.image-tree=${instance}`], { encoding: 'utf8' });
+      for (const id of [...service.containers(), ...holders.split('\n').filter(Boolean)]) {
+        try {
+          execFileSync('podman', ['rm', '-f', id], { stdio: 'ignore' });
+        } catch {
+          // Already gone.
+        }
+      }
+      await model.close();
+      try {
+        execFileSync('podman', ['secret', 'rm', modelSecret], { stdio: 'ignore' });
+      } catch {
+        // Already gone.
+      }
+      try {
+        process.kill(Number(await readFile(join(dir, 'data', 'podman', 'podman.pid'), 'utf8')), 'SIGTERM');
+      } catch {
+        // No Podman service left behind.
+      }
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+  return service;
+}
