@@ -39,6 +39,7 @@ export const ERROR_STATUS = {
   BERTH_ERR_ENGINE_NOT_CONFIGURED: 503,
   BERTH_ERR_RUNTIME_UNAVAILABLE: 503,
   BERTH_ERR_SHUTTING_DOWN: 503,
+  BERTH_ERR_STORAGE_FULL: 503,
   BERTH_ERR_AGENT_NOT_READY: 503,
   BERTH_ERR_AUTH_BLACKLIST_UNAVAILABLE: 503,
   BERTH_ERR_AT_CAPACITY: 503,
@@ -136,6 +137,13 @@ export const errors = {
   engineNotConfigured: (why: string) => new BerthError('BERTH_ERR_ENGINE_NOT_CONFIGURED', `engine not configured: ${why}`),
   shuttingDown: () =>
     new BerthError('BERTH_ERR_SHUTTING_DOWN', 'the service is shutting down and accepts no new work; retry once it has restarted'),
+  runStoppedByShutdown: (sessionId: string) =>
+    new BerthError(
+      'BERTH_ERR_SHUTTING_DOWN',
+      `the service is shutting down and stopped this run; session ${sessionId} keeps what the engine wrote: resume it once the service is back`,
+    ),
+  storageFull: (what: string) =>
+    new BerthError('BERTH_ERR_STORAGE_FULL', `the ${what} cannot be written: its disk is full (SERVICE_DATA_DIR); retry once space is freed`),
   runtimeUnavailable: (why: string) =>
     new BerthError('BERTH_ERR_RUNTIME_UNAVAILABLE', `container runtime unavailable: ${why}`),
 };

@@ -1,11 +1,16 @@
 // Podman being unreachable is the caller's 503 (`container runtime unavailable`), whichever core service
 // met it. The translation happens here, once, on the runtime core services are given: http/ then knows
 // only Berth's error catalogue, never the runtime's error types.
-import { errors } from '../errors.js';
+import { BerthError, errors } from '../errors.js';
 import { RuntimeError, type ContainerRuntime } from '../runtime/container-runtime.js';
 
 export function translateRuntimeError(error: unknown): unknown {
   return error instanceof RuntimeError && error.unreachable ? errors.runtimeUnavailable(error.message) : error;
+}
+
+/** Whether the runtime could not be reached, before or after translation. */
+export function isRuntimeUnreachable(error: unknown): boolean {
+  return (error instanceof RuntimeError && error.unreachable) || (error instanceof BerthError && error.code === 'BERTH_ERR_RUNTIME_UNAVAILABLE');
 }
 
 /** The same runtime, whose promise-returning methods reject with Berth errors where the runtime was unreachable. */

@@ -180,7 +180,8 @@ export interface MountedImageTree {
 
 export interface ContainerExit {
   readonly exitCode: number;
-  readonly oomKilled: boolean;
+  /** Killed by the kernel's OOM killer; undefined when the host cannot tell (cgroup v1 without its kernel log). */
+  readonly oomKilled: boolean | undefined;
 }
 
 /** A container found by name or id: whether it still runs, since when, and how it ended if it has. */

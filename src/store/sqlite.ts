@@ -19,3 +19,9 @@ export function openDatabase(path: string, migrations: URL): Database.Database {
     throw error;
   }
 }
+
+/** SQLite could not write because its disk (or the file system's quota) is full: worth retrying once space is freed. */
+export function isStorageFull(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === 'SQLITE_FULL' || (typeof code === 'string' && code.startsWith('SQLITE_IOERR'));
+}

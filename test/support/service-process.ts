@@ -56,7 +56,7 @@ export async function serviceProcess(baseEnv: Record<string, string> = {}): Prom
       const port = await freePort();
       url = `http://127.0.0.1:${port}`;
       output = '';
-      child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      const current = (child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
         cwd: join(import.meta.dirname, '../..'),
         detached: true,
         stdio: ['ignore', 'pipe', 'pipe'],
@@ -70,10 +70,19 @@ export async function serviceProcess(baseEnv: Record<string, string> = {}): Prom
           ...baseEnv,
           ...env,
         },
-      });
+      }));
+      // A test runner that dies (a timeout, Ctrl-C) must not leave the service running on its own.
+      const orphaned = () => {
+        try {
+          process.kill(-current.pid!, 'SIGKILL');
+        } catch {
+          // Already gone.
+        }
+      };
+      process.once('exit', orphaned);
+      child.once('exit', () => process.off('exit', orphaned));
       child.stdout!.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-50_000)));
       child.stderr!.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-50_000)));
-      const current = child;
       await waitFor('the service to answer', async () => {
         if (current.exitCode !== null) throw new Error(`the service exited with ${current.exitCode}: ${output}`);
         return (await fetch(`${url}/health`)).ok || undefined;

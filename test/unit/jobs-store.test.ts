@@ -180,3 +180,24 @@ describe('SqliteJobStore file', () => {
     }
   });
 });
+
+describe('sqlite job store on a full disk', () => {
+  it('reports a write that could not be committed, for an insert and for a transition', async () => {
+    const path = freshPath();
+    const store = new SqliteJobStore(path);
+    await store.insert(newJob(1));
+    // SQLite's page limit stands in for a full disk: the same SQLITE_FULL at commit.
+    const Database = (await import('better-sqlite3')).default;
+    const limiter = new Database(path);
+    const pages = limiter.pragma('page_count', { simple: true }) as number;
+    (store as unknown as { db: { pragma(s: string): unknown } }).db.pragma(`max_page_count = ${pages}`);
+    limiter.close();
+    await assert.rejects(store.insert(newJob(2, { request: { prompt: 'x'.repeat(64 * 1024) } })), (error: { code?: string }) => error.code === 'SQLITE_FULL');
+    assert.equal(await store.get('job-2'), undefined);
+    await assert.rejects(
+      store.transition('job-1', ['pending'], { status: 'failed', error: 'e'.repeat(64 * 1024) }, T1),
+      (error: { code?: string }) => error.code === 'SQLITE_FULL',
+    );
+    assert.equal((await store.get('job-1'))?.status, 'pending');
+  });
+});

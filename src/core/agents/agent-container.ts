@@ -9,6 +9,8 @@ import { engineContainer, type EngineContainerSettings } from '../runs/engine-co
 import { LineReader, type ReadLine } from './line-reader.js';
 import type { PooledEngine } from '../pool/engine-pool.js';
 import { attachAgent, createTurnsFifo } from './agent-attachment.js';
+import { containerAfterOutage, DeliveredOutput } from '../runtime-outage.js';
+import { isRuntimeUnreachable } from '../runtime-errors.js';
 
 /** Stopping an agent: a termination signal, then a kill after 5 s. */
 export const STOP_GRACE_MS = 5_000;
@@ -35,6 +37,8 @@ export class AgentContainer {
   /** Let go at a detaching shutdown: the container runs on, nothing is removed or released. */
   private detached = false;
   private stderrTail = '';
+  /** Following the log again after a runtime outage (see run()). */
+  private resumed: AbortController | undefined;
   private monitoring: Promise<void> | undefined;
 
   private constructor(
@@ -115,24 +119,33 @@ export class AgentContainer {
     const { runtime, log } = this.deps;
     const stdout = new LineReader();
     const stderr = new LineReader();
+    const delivered = new DeliveredOutput();
     let exitReason = 'agent: the engine exited';
     try {
-      try {
-        for await (const chunk of this.attached.output) {
-          if (chunk.stream === 'stdout') for (const line of stdout.push(chunk.data)) sink.stdout(line);
-          else {
-            this.stderrTail = (this.stderrTail + chunk.data.toString('utf8')).slice(-4096);
-            for (const line of stderr.push(chunk.data)) sink.stderr(line);
+      let output = this.attached.output;
+      for (;;) {
+        try {
+          for await (const chunk of output) {
+            delivered.count(chunk);
+            if (chunk.stream === 'stdout') for (const line of stdout.push(chunk.data)) sink.stdout(line);
+            else {
+              this.stderrTail = (this.stderrTail + chunk.data.toString('utf8')).slice(-4096);
+              for (const line of stderr.push(chunk.data)) sink.stderr(line);
+            }
           }
+        } catch (error) {
+          if (!this.detached) log.warn({ err: error, containerId: this.containerId }, 'agent output stream failed');
         }
-        for (const line of stdout.flush()) sink.stdout(line);
-        for (const line of stderr.flush()) sink.stderr(line);
-      } catch (error) {
-        if (!this.detached) log.warn({ err: error, containerId: this.containerId }, 'agent output stream failed');
+        if (this.detached || !(await this.outageSurvived())) break;
+        // The engine went on (its input is a FIFO, not the attach stream): its output is read again from the log.
+        this.resumed = new AbortController();
+        output = delivered.resume(runtime.followOutput(this.containerId, this.resumed.signal));
       }
+      for (const line of stdout.flush()) sink.stdout(line);
+      for (const line of stderr.flush()) sink.stderr(line);
       if (this.detached) return;
-      // The attach stream ends with the container. Should it end first (connection lost), the engine's
-      // stdin is gone too and the agent is useless: make sure the container ends.
+      // The output stream ends with the container. Should it end first (a connection lost for good), nobody
+      // can read the agent's answers any more: make sure the container ends.
       let timer: NodeJS.Timeout | undefined;
       const exit = await Promise.race([
         runtime.waitContainer(this.containerId),
@@ -149,10 +162,24 @@ export class AgentContainer {
     }
   }
 
+  /** Whether the output stream broke because the runtime went away, and the container still runs now it is back. */
+  private async outageSurvived(): Promise<boolean> {
+    const { runtime, log } = this.deps;
+    try {
+      await runtime.inspectContainer(this.containerId);
+      return false;
+    } catch (error) {
+      if (!isRuntimeUnreachable(error)) return false;
+    }
+    log.warn({ containerId: this.containerId }, 'the container runtime went away; following the agent again once it is back');
+    return (await containerAfterOutage(runtime, this.containerId))?.running === true;
+  }
+
   /** Resources first, then the exited event: a subscriber that sees it may rely on the container being gone. */
   private async release(sink: AgentSink, exitReason: string): Promise<void> {
     const { runtime, log } = this.deps;
     this.attached.close();
+    this.resumed?.abort();
     await runtime.removeContainer(this.containerId).catch((error: unknown) => {
       log.error({ err: error, containerId: this.containerId }, 'agent container removal failed; the reaper will retry at next start');
     });

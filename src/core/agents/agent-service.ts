@@ -8,15 +8,18 @@ import { BerthError, errors } from '../../errors.js';
 import type { EngineOptions, RunRequest } from '../run-request.js';
 import type { AcceptedRun } from '../runs/run-service.js';
 import { checkPrompt } from '../validation/text.js';
-import { Agent } from './agent.js';
+import { Agent, type AgentOptions } from './agent.js';
 import { READY_REQUEST } from '../../engine/stream-json-input.js';
 import { AgentContainer, type AgentContainerDependencies } from './agent-container.js';
 import { AGENT_STATUSES, EXIT_REASONS, type AgentSnapshot, type AgentStatus } from './agent-types.js';
 import type { Subscription } from './subscription.js';
 import { IdleWatchdog, type Timers } from './watchdog.js';
 import { findAgentAgain, type RestoreDependencies } from './agent-restore.js';
-import type { AgentStore } from '../../store/agents/agent-store.js';
+import type { AgentRecord, AgentStore } from '../../store/agents/agent-store.js';
 import { RunSlot, type ContainerSlots } from '../runs/container-slots.js';
+
+/** How long an exited agent stays listed across restarts (until DELETE otherwise). */
+const EXITED_AGENT_RETENTION_MS = 24 * 3_600_000;
 
 /** The body of POST /agents, as the wire schema shapes it. */
 export interface AgentSpawnRequest {
@@ -174,29 +177,27 @@ export class AgentService {
   async restore(): Promise<void> {
     const { store } = this.deps;
     if (!store) return;
-    store.removeExitedBefore(new Date((this.deps.now ?? Date.now)()).toISOString());
+    const now = (this.deps.now ?? Date.now)();
+    store.removeExitedBefore(new Date(now - EXITED_AGENT_RETENTION_MS).toISOString());
+    // Agents that had exited (a graceful stop, their idle timeout) are listed as they ended, until DELETE
+    // or the retention passes: a client that comes back learns why its agent is gone.
+    for (const record of store.exited()) {
+      const exited = { reason: record.exitError ?? 'agent: the engine exited', atMs: Date.parse(record.exitedAt ?? record.lastActivityAt) };
+      const agent = this.restoredAgent(record, { turnsCompleted: record.turnsCompleted, turnsEnded: record.turnsEnded, currentTurn: undefined, exited }, () => undefined);
+      this.entries.set(record.id, { agent, container: undefined, ended: Promise.resolve(), owner: record.owner });
+    }
     let resumed = 0;
     for (const record of store.live()) {
       const found = await findAgentAgain({ container: this.deps.container, sessions: this.deps.sessions, log: this.deps.log }, record).catch(
         (error: unknown) => ({ kind: 'gone' as const, exitError: `agent: it could not be followed again after the restart: ${(error as Error).message}` }),
       );
-      const agent = new Agent({
-        id: record.id,
-        sessionId: record.sessionId,
-        idleTimeoutSeconds: record.idleTimeoutSeconds,
-        idleTimeoutDisabled: record.idleTimeoutDisabled,
-        write: (line) => (found.kind === 'running' ? found.container.write(line) : undefined),
-        now: this.deps.now,
-        onStatus: () => this.statusChanged(record.id),
-        maxSubscribers: this.deps.maxSubscribers,
-        restored: {
-          createdAtMs: Date.parse(record.createdAt),
-          lastActivityMs: Date.parse(record.lastActivityAt),
-          turnsCompleted: found.kind === 'running' ? found.turnsCompleted : record.turnsCompleted,
-          turnsEnded: found.kind === 'running' ? found.turnsEnded : record.turnsEnded,
-          currentTurn: found.kind === 'running' ? found.currentTurn : undefined,
-        },
-      });
+      const agent = this.restoredAgent(
+        record,
+        found.kind === 'running'
+          ? { turnsCompleted: found.turnsCompleted, turnsEnded: found.turnsEnded, currentTurn: found.currentTurn }
+          : { turnsCompleted: record.turnsCompleted, turnsEnded: record.turnsEnded, currentTurn: undefined },
+        (line) => (found.kind === 'running' ? found.container.write(line) : undefined),
+      );
       if (found.kind === 'gone') {
         this.entries.set(record.id, { agent, container: undefined, ended: Promise.resolve(), owner: record.owner });
         agent.exit(found.exitError);
@@ -216,6 +217,21 @@ export class AgentService {
     }
     if (resumed > 0) this.deps.log.info({ count: resumed }, 'following again the agents the previous process left running');
     this.reportStatuses();
+  }
+
+  /** An agent of a previous process, with its record's options and the progress found for it. */
+  private restoredAgent(record: AgentRecord, progress: Pick<NonNullable<AgentOptions['restored']>, 'turnsCompleted' | 'turnsEnded' | 'currentTurn' | 'exited'>, write: (line: string) => void): Agent {
+    return new Agent({
+      id: record.id,
+      sessionId: record.sessionId,
+      idleTimeoutSeconds: record.idleTimeoutSeconds,
+      idleTimeoutDisabled: record.idleTimeoutDisabled,
+      write,
+      now: this.deps.now,
+      onStatus: () => this.statusChanged(record.id),
+      maxSubscribers: this.deps.maxSubscribers,
+      restored: { createdAtMs: Date.parse(record.createdAt), lastActivityMs: Date.parse(record.lastActivityAt), ...progress },
+    });
   }
 
   list(caller: Caller): AgentSnapshot[] {

@@ -36,6 +36,8 @@ export interface AgentOptions {
     readonly turnsCompleted: number;
     readonly turnsEnded: number;
     readonly currentTurn: string | undefined;
+    /** It had exited before the restart: how, and when (shown as it was, never exited again). */
+    readonly exited?: { readonly reason: string; readonly atMs: number };
   };
 }
 
@@ -105,6 +107,12 @@ export class Agent {
       this.currentTurn = restored.currentTurn;
       this.lastTurn = restored.currentTurn;
       this.statusValue = restored.currentTurn === undefined ? 'idle' : 'generating';
+      if (restored.exited) {
+        this.statusValue = 'exited';
+        this.exitErrorValue = restored.exited.reason;
+        this.exitedAtMs = restored.exited.atMs;
+        this.fanout.finish(this.finalEvents());
+      }
     }
   }
 

@@ -19,6 +19,10 @@ import type { WebhookSender } from '../webhooks/deliverer.js';
 import { jobFinishedPayload, jobListItem, jobView, type JobListItem, type JobView } from './job-view.js';
 import { RunQueue } from './run-queue.js';
 import { JOB_MESSAGES, outcomeChange, serviceCrash, type JobRunner } from './job-outcome.js';
+import { isStorageFull } from '../../store/sqlite.js';
+
+/** The longest wait between two attempts to record a finished job on a full disk. */
+const STORAGE_RETRY_MAX_MS = 5_000;
 
 export { JOB_MESSAGES, type JobRunner } from './job-outcome.js';
 
@@ -159,7 +163,7 @@ export class JobService {
     } catch (error) {
       this.accepted.delete(id);
       await this.deps.runs.abandon(accepted);
-      if (!inserted) throw error;
+      if (!inserted) throw isStorageFull(error) ? errors.storageFull('job database') : error;
       // The queue closed under us (shutdown): the stored job must not stay pending.
       await this.deps.store.transition(id, ['pending'], { status: 'crashed', crashInfo: serviceCrash('service_stop'), error: JOB_MESSAGES.stoppedWhilePending }, this.timestamp());
       throw errors.shuttingDown();
@@ -311,8 +315,21 @@ export class JobService {
 
   /** running → its final status (unless a DELETE got there first), then metrics and the webhook. */
   private async conclude(id: string, change: JobChange): Promise<void> {
-    const job = await this.deps.store.transition(id, ['running'], change, this.timestamp());
-    if (job) this.afterFinish(job);
+    const at = this.timestamp();
+    // A full disk must not lose a finished job: its result is kept here and written once space is freed
+    // (a stop gives up; the next start then finds the job running with its container gone).
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const job = await this.deps.store.transition(id, ['running'], change, at);
+        if (attempt > 0) this.deps.log.info({ jobId: id, attempts: attempt + 1 }, 'the job database could be written again; the job\'s result is recorded');
+        if (job) this.afterFinish(job);
+        return;
+      } catch (error) {
+        if (!isStorageFull(error) || this.isStopping()) throw error;
+        if (attempt === 0) this.deps.log.error({ err: error, jobId: id }, 'the job database cannot be written (disk full); the job\'s result is kept and recorded once space is freed');
+        await new Promise((resolve) => setTimeout(resolve, Math.min(STORAGE_RETRY_MAX_MS, 250 * 2 ** attempt)));
+      }
+    }
   }
 
   private afterFinish(job: Job): void {

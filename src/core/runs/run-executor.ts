@@ -3,9 +3,10 @@
 // runtime failures alike.
 import type { Logger } from 'pino';
 import type { RunPlan } from '../run-plan.js';
-import type { ContainerRuntime, ContainerState, OutputChunk } from '../../runtime/container-runtime.js';
+import type { ContainerExit, ContainerRuntime, ContainerState, OutputChunk } from '../../runtime/container-runtime.js';
 import { RuntimeError } from '../../runtime/container-runtime.js';
-import { translateRuntimeError } from '../runtime-errors.js';
+import { containerAfterOutage, DeliveredOutput } from '../runtime-outage.js';
+import { isRuntimeUnreachable, translateRuntimeError } from '../runtime-errors.js';
 import { errors } from '../../errors.js';
 import { HOOK_FAILED_EXIT_CODE } from '../../engine/command.js';
 import { LineSplitter, parseEngineLine, type ResultEnvelope } from '../../engine/stream-json.js';
@@ -80,10 +81,10 @@ export function signalOfExitCode(exitCode: number): string {
   return exitCode > 128 ? (SIGNALS[exitCode - 128] ?? `SIG${exitCode - 128}`) : '';
 }
 
-// Podman does not report OOM kills on cgroup v1 hosts (State.OOMKilled stays false), so an exit by
-// SIGKILL that Berth did not send is taken as the kernel's OOM killer: inside its PID namespace the
-// engine is init, which no process of the container can SIGKILL, so only the host kernel (or a host
-// administrator) can have sent it.
+// An exit by SIGKILL that Berth did not send is an OOM kill when the runtime says so. When it cannot tell
+// (cgroup v1 without the kernel's log to read, runtime/kernel-oom-log.ts) it is taken as the OOM killer's:
+// inside its PID namespace the engine is init, which no process of the container can SIGKILL, so only the
+// host kernel (or a host administrator) can have sent it.
 export class RunExecutor {
   constructor(private readonly deps: ExecutorDependencies) {}
 
@@ -233,9 +234,10 @@ export class RunExecutor {
       if (signal.aborted) throw new Error('run cancelled before start');
       const source = await open(() => stopReason !== undefined);
       attached = source;
-      const { output } = source;
-      const reading = (async () => {
+      const delivered = new DeliveredOutput();
+      const readFrom = async (output: AsyncIterable<OutputChunk>) => {
         for await (const chunk of output) {
+          delivered.count(chunk);
           if (chunk.stream === 'stderr') {
             stderr = (stderr + chunk.data.toString('utf8')).slice(-8192);
             continue;
@@ -244,8 +246,29 @@ export class RunExecutor {
           for (const line of splitter.push(chunk.data)) consume(line);
         }
         for (const line of splitter.flush()) consume(line);
-      })();
-      const exit = await runtime.waitContainer(containerId);
+      };
+      let reading = readFrom(source.output);
+      // Awaited once the container exited; a stream broken by a runtime outage must not go unhandled meanwhile.
+      reading.catch(() => undefined);
+      let exit: ContainerExit;
+      for (;;) {
+        try {
+          exit = await runtime.waitContainer(containerId);
+          break;
+        } catch (error) {
+          if (!isRuntimeUnreachable(error)) throw error;
+          this.deps.log.warn({ runId: context.runId, containerId }, 'the container runtime went away mid-run; following the container again once it is back');
+          attached.close();
+          await reading.catch(() => undefined);
+          if (!(await containerAfterOutage(runtime, containerId))) throw new Error('the container runtime went away mid-run and the run\'s container was not found again', { cause: error });
+          // A timeout or cancel that fell into the outage could not kill the container then.
+          if (stopReason) await runtime.killContainer(containerId).catch(() => undefined);
+          const following = new AbortController();
+          attached = { close: () => following.abort() };
+          reading = readFrom(delivered.resume(runtime.followOutput(containerId, following.signal)));
+          reading.catch(() => undefined);
+        }
+      }
       // The attached stream ends with the container; give it a moment to deliver its last lines.
       await Promise.race([reading, new Promise((r) => setTimeout(r, 2_000))]);
       phases.end('engine_exit');
@@ -256,8 +279,9 @@ export class RunExecutor {
         this.deps.log.warn({ runId: context.runId, droppedLines: splitter.droppedLines }, 'engine output exceeded Berth\'s buffer; the oldest or overlong lines were dropped');
       }
       const rawOutput = lines.text();
-      if (exit.oomKilled || stopReason || exit.exitCode > 128) {
-        const reason = exit.oomKilled || (exit.exitCode === 137 && !stopReason) ? 'oom' : (stopReason ?? 'signal');
+      const oom = exit.oomKilled ?? (exit.exitCode === 137 && !stopReason);
+      if (oom || stopReason || exit.exitCode > 128) {
+        const reason = oom ? 'oom' : (stopReason ?? 'signal');
         return {
           kind: 'crashed',
           reason,

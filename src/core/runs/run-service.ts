@@ -394,6 +394,8 @@ export class RunService {
       case 'timeout':
         return errors.runTimeout(accepted.plan.container.timeoutText);
       case 'cancelled':
+        // Cancelled by a stop of the service (not by its caller): a 503 that says how to go on.
+        if (!this.accepting) return errors.runStoppedByShutdown(accepted.session.sessionId);
         return errors.runFailed('run was cancelled; the container was removed');
       case 'signal':
         return errors.runFailed(`engine was killed by ${outcome.signal || 'a signal'} (exit code ${outcome.exitCode}); the container was removed`);

@@ -22,6 +22,7 @@ import { PodmanApiError, PodmanClient } from './client.js';
 import { toServiceSpecGenerator, toSpecGenerator } from './container-spec.js';
 import { demultiplex } from './multiplexed-stream.js';
 import { isRegistryNotFound, readPullStream } from './pull-stream.js';
+import { kernelLoggedOomKill } from '../kernel-oom-log.js';
 
 interface LibpodInspect {
   Id?: string;
@@ -130,7 +131,11 @@ export class PodmanRuntime implements ContainerRuntime {
       id: inspect.Id ?? nameOrId,
       running: inspect.State.Running === true || inspect.State.Status === 'running',
       startedAtMs: Number.isNaN(startedAtMs) || startedAtMs <= 0 ? undefined : startedAtMs,
-      exit: { exitCode: inspect.State.ExitCode, oomKilled: inspect.State.OOMKilled },
+      exit: {
+        exitCode: inspect.State.ExitCode,
+        // Podman reports OOM kills on cgroup v2 only; a SIGKILL exit elsewhere is looked up in the kernel's log.
+        oomKilled: inspect.State.OOMKilled || (inspect.State.ExitCode === 137 && inspect.Id ? kernelLoggedOomKill(inspect.Id) : false),
+      },
     };
   }
 

@@ -1,5 +1,6 @@
 // When SERVICE_PODMAN_SOCKET is unset Berth runs `podman system service` on a socket of its own,
-// so it never depends on (or disturbs) a system-wide Podman service, and stops it on exit.
+// so it never depends on (or disturbs) a system-wide Podman service, starts it again should it die, and
+// stops it on exit.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -18,6 +19,55 @@ export async function startPodmanService(runDir: string, log: (message: string) 
   const socketPath = join(runDir, 'podman.sock');
   const pidFile = join(runDir, 'podman.pid');
   await stopStaleService(pidFile, socketPath);
+  let child = await spawnService(runDir, socketPath, pidFile);
+  log(`podman service listening on ${socketPath}`);
+
+  // Supervised: containers outlive a dead service (conmon keeps them), so Berth starts it again on the same
+  // socket and its runs and agents follow their containers again (core/runtime-outage.ts).
+  let stopping = false;
+  let restarts = 0;
+  const supervise = (current: ChildProcess) => {
+    current.once('exit', (code, signal) => {
+      if (stopping) return;
+      restarts += 1;
+      log(`podman service exited unexpectedly (${signal ?? `code ${code}`}); starting it again`);
+      const again = async (attempt: number): Promise<void> => {
+        if (stopping) return;
+        try {
+          child = await spawnService(runDir, socketPath, pidFile);
+          supervise(child);
+          log(`podman service listening on ${socketPath} again (restart ${restarts})`);
+        } catch (error) {
+          log(`podman service did not start again: ${(error as Error).message}; retrying`);
+          await new Promise((r) => setTimeout(r, Math.min(10_000, 500 * 2 ** attempt)));
+          await again(attempt + 1);
+        }
+      };
+      void again(0);
+    });
+  };
+  supervise(child);
+
+  return {
+    socketPath,
+    async stop() {
+      stopping = true;
+      const current = child;
+      if (current.exitCode === null && current.signalCode === null) {
+        const exited = new Promise<void>((resolve) => current.once('exit', () => resolve()));
+        current.kill('SIGTERM');
+        const timer = setTimeout(() => current.kill('SIGKILL'), 5_000);
+        await exited;
+        clearTimeout(timer);
+      }
+      await rm(socketPath, { force: true });
+      await rm(pidFile, { force: true });
+    },
+  };
+}
+
+/** Starts `podman system service` on the socket and waits until it answers. */
+async function spawnService(runDir: string, socketPath: string, pidFile: string): Promise<ChildProcess> {
   await rm(socketPath, { force: true });
   // Its own process group: Ctrl-C on Berth's terminal must not kill Podman before Berth has removed its
   // containers and secrets through it. Berth stops it last; a stale one is stopped at the next start.
@@ -36,7 +86,6 @@ export async function startPodmanService(runDir: string, log: (message: string) 
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4000);
   });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const spawnError = new Promise<never>((_, reject) =>
     child.once('error', (error) => reject(new Error(`cannot start podman (is it installed? run 'make up' or scripts/setup.sh): ${error.message}`))),
   );
@@ -47,7 +96,7 @@ export async function startPodmanService(runDir: string, log: (message: string) 
     for (;;) {
       try {
         await Promise.race([probe.call('/_ping'), spawnError]);
-        break;
+        return child;
       } catch (error) {
         if (child.exitCode !== null || Date.now() > deadline) {
           child.kill('SIGKILL');
@@ -60,21 +109,6 @@ export async function startPodmanService(runDir: string, log: (message: string) 
   } finally {
     await probe.close();
   }
-  log(`podman service listening on ${socketPath}`);
-
-  return {
-    socketPath,
-    async stop() {
-      if (child.exitCode === null) {
-        child.kill('SIGTERM');
-        const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-        await exited;
-        clearTimeout(timer);
-      }
-      await rm(socketPath, { force: true });
-      await rm(pidFile, { force: true });
-    },
-  };
 }
 
 /** A service left by a Berth that was killed (SIGKILL) would otherwise live forever (--time=0). */

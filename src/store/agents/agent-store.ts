@@ -35,6 +35,8 @@ export interface AgentStore {
   remove(id: string): void;
   /** Agents not exited, oldest first. */
   live(): AgentRecord[];
+  /** Exited agents, oldest first. */
+  exited(): AgentRecord[];
   /** Exited agents whose exited_at is older than `cutoff` (ISO 8601) are deleted; returns how many. */
   removeExitedBefore(cutoff: string): number;
   close(): void;

@@ -85,6 +85,10 @@ export class SqliteAgentStore implements AgentStore {
     return (this.db.prepare(`SELECT * FROM agents WHERE status <> 'exited' ORDER BY created_at, id`).all() as AgentRow[]).map(toRecord);
   }
 
+  exited(): AgentRecord[] {
+    return (this.db.prepare(`SELECT * FROM agents WHERE status = 'exited' ORDER BY created_at, id`).all() as AgentRow[]).map(toRecord);
+  }
+
   removeExitedBefore(cutoff: string): number {
     return this.db.prepare(`DELETE FROM agents WHERE status = 'exited' AND exited_at < ?`).run(cutoff).changes;
   }

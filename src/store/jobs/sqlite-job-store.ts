@@ -70,13 +70,15 @@ export class SqliteJobStore implements JobStore {
   }
 
   async insert(job: NewJob): Promise<Job> {
-    const row = this
+    // RETURNING statements are run to their end with all(), never get(): get() stops after the first row and
+    // the commit that follows is not reported, so a write that failed (a full disk) would look done.
+    const [row] = this
       .statement(
         `INSERT INTO jobs (id, status, session_id, run_id, webhook_url, request, owner, created_at, updated_at)
          VALUES (?, 'pending', ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
       )
-      .get(job.id, job.sessionId, job.runId, job.webhookUrl, JSON.stringify(job.request), job.owner, job.createdAt, job.createdAt) as JobRow;
-    return toJob(row);
+      .all(job.id, job.sessionId, job.runId, job.webhookUrl, JSON.stringify(job.request), job.owner, job.createdAt, job.createdAt) as JobRow[];
+    return toJob(row!);
   }
 
   async get(id: string): Promise<Job | undefined> {
@@ -118,9 +120,9 @@ export class SqliteJobStore implements JobStore {
     from.forEach((status, index) => {
       parameters[`from${index}`] = status;
     });
-    const row = this
+    const [row] = this
       .statement(`UPDATE jobs SET ${sets.join(', ')} WHERE id = @id AND status IN (${placeholders}) RETURNING ${COLUMNS}`)
-      .get(Object.fromEntries(Object.entries(parameters).filter(([, value]) => value !== undefined))) as JobRow | undefined;
+      .all(Object.fromEntries(Object.entries(parameters).filter(([, value]) => value !== undefined))) as (JobRow | undefined)[];
     return row && toJob(row);
   }
 
