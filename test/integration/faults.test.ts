@@ -190,19 +190,27 @@ describe('fault injection: every fault × every mode, nothing lost, nothing left
       },
     },
     {
-      // 401: the engine gives up at once (a 500 or 529 it retries with back-off for minutes).
       name: 'the model answers errors',
       work: { prompt: () => 'fail: auth', end: () => 'never' },
-      modes: ['sync', 'job', 'stream', 'agent mid-turn'],
+      // An agent's engine retries a failed model call for minutes (its own back-off) before the turn ends.
+      modes: ['sync', 'job', 'stream'],
       inject: async () => undefined,
-      expect: {},
+      expect: {
+        sync: '500: engine failed: Invalid API key · Fix external API key',
+        job: 'failed: Invalid API key · Fix external API key; webhook sent',
+        stream: 'error frame: engine failed: Invalid API key · Fix external API key',
+      },
     },
     {
       name: 'the model hangs (the run times out; the agent is deleted)',
       work: { prompt: () => 'sleep: 600000\nsay: never', end: () => 'never', container: { timeout: '6s' }, agentPatienceMs: 10_000 },
       modes: ['sync', 'job', 'agent mid-turn'],
       inject: async () => undefined,
-      expect: {},
+      expect: {
+        sync: '500: run timed out after 6s',
+        job: 'crashed (timeout); webhook sent',
+        'agent mid-turn': 'turn not completed; deleted while generating',
+      },
     },
     {
       name: 'the disk of the job database fills up mid-run, then space is freed',
@@ -252,7 +260,12 @@ describe('fault injection: every fault × every mode, nothing lost, nothing left
       async inject({ abort }) {
         abort.abort();
       },
-      expect: {},
+      // A disconnect cancels the run (its container is removed); its session keeps what the engine wrote.
+      expect: {
+        sync: 'cut off; session kept, resumable',
+        stream: 'cut off; session kept, resumable',
+        'agent mid-turn': 'turn completed; usable',
+      },
     },
   ];
 
@@ -312,9 +325,15 @@ describe('fault injection: every fault × every mode, nothing lost, nothing left
       ).then(async (r) => ({ status: r.status, text: await r.text() }));
       response.catch(() => undefined);
       await inFlight(() => svc.containers().some((name) => !before.has(name)));
+      const container = svc.containers().find((name) => !before.has(name))!;
+      // What a cut-off run leaves in its session is there once its container is gone (the run's end).
+      const cutOff = async () => {
+        await waitFor(`${container} to be removed`, async () => !svc.containers().includes(container) || undefined, 60_000);
+        return `cut off; ${await sessionOf(marker, end)}`;
+      };
       return async () => {
         const answered = await response.catch(() => undefined);
-        if (answered === undefined) return `cut off; ${await sessionOf(marker, end)}`;
+        if (answered === undefined) return cutOff();
         if (mode === 'sync') {
           const parsed = JSON.parse(answered.text);
           if (answered.status !== 200) return `${answered.status}: ${errorGist(parsed.error)}`;
@@ -328,7 +347,7 @@ describe('fault injection: every fault × every mode, nothing lost, nothing left
         if (error) return `error frame: ${errorGist(error.error)}`;
         const output = frames.filter((frame) => frame.type === 'output').map((frame) => frame.content).join('');
         if (frames.some((frame) => frame.type === 'done')) return output.includes(end) ? 'done, full output' : 'done, partial output';
-        return `cut off; ${await sessionOf(marker, end)}`;
+        return cutOff();
       };
     }
     if (mode === 'job') {
