@@ -46,7 +46,11 @@ test('service shutdown cancels runs in flight and removes their containers', asy
   const instance = t.config.instanceName;
   const { response } = await startLongRun(t);
   await t.stop();
-  assert.equal(((await response) as Response).status, 500);
+  const answered = (await response) as Response;
+  assert.equal(answered.status, 503, 'a run the stop cancelled is the service\'s refusal, not a failure of the run');
+  const body = (await answered.json()) as { error: string; status: string };
+  assert.equal(body.status, 'error');
+  assert.match(body.error, /shutting down and stopped this run; session [0-9a-f-]{36} keeps what the engine wrote/);
   assert.deepEqual(await containersOf(instance), []);
 });
 

@@ -169,7 +169,13 @@ describe('fault injection: every fault × every mode, nothing lost, nothing left
       name: 'the engine killed inside its container',
       work: LONG,
       modes: MODES,
-      inject: killContainers,
+      async inject(round) {
+        await killContainers();
+        // Berth notices each agent's end by itself; the outcomes are read once it has.
+        for (const agent of round.agents) {
+          await waitFor(`agent ${agent} to be exited`, async () => (await svc.api('GET', `/agents/${agent}`)).body.status === 'exited' || undefined, 30_000);
+        }
+      },
       expect: {
         sync: '500: engine was killed by SIGKILL',
         job: 'crashed (signal); webhook sent',
@@ -325,11 +331,14 @@ describe('fault injection: every fault × every mode, nothing lost, nothing left
       ).then(async (r) => ({ status: r.status, text: await r.text() }));
       response.catch(() => undefined);
       await inFlight(() => svc.containers().some((name) => !before.has(name)));
-      const container = svc.containers().find((name) => !before.has(name))!;
-      // What a cut-off run leaves in its session is there once its container is gone (the run's end).
+      // What a cut-off run leaves in its session is there once the run has ended (its container removed),
+      // which takes a moment after a disconnect: looked for until then.
       const cutOff = async () => {
-        await waitFor(`${container} to be removed`, async () => !svc.containers().includes(container) || undefined, 60_000);
-        return `cut off; ${await sessionOf(marker, end)}`;
+        const found = await waitFor('the cut-off run\'s session', async () => {
+          const session = await sessionOf(marker, end);
+          return session === 'session lost' ? undefined : session;
+        }, 30_000).catch(() => 'session lost');
+        return `cut off; ${found}`;
       };
       return async () => {
         const answered = await response.catch(() => undefined);
