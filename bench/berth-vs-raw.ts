@@ -56,6 +56,8 @@ const berthConfig = (name: string, poolSize: number) =>
     SERVICE_MAX_CONCURRENT_RUNS: String(Math.max(...levels)),
     SERVICE_MAX_CONTAINERS_PER_CALLER: String(Math.max(32, IDLE_AGENTS + 4)),
     SERVICE_POOL_SIZE: String(poolSize),
+    // Pool off means both pools off: no engine starts in the background of the Berth measured without one.
+    ...(poolSize === 0 ? { SERVICE_AGENT_POOL_SIZE: '0' } : {}),
     SERVICE_LOG_LEVEL: 'error',
   });
 // Two Berths in this process, measured alternately: the pool off, and the pool at its default size.
@@ -141,9 +143,9 @@ async function counter(url: string, name: string): Promise<number> {
   return match ? Number(match[1]) : 0;
 }
 
-async function poolReady(size: number): Promise<void> {
+async function poolReady(size: number, pool: 'run' | 'agent' = 'run'): Promise<void> {
   const deadline = Date.now() + 30_000;
-  while ((await counter(pooled.metricsUrl, 'berth_pool_ready{pool="run"}')) < size && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  while ((await counter(pooled.metricsUrl, `berth_pool_ready{pool="${pool}"}`)) < size && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
 }
 
 /** Milliseconds from GET /run/stream to its first `output` frame (the stream is read to its end). */
@@ -207,10 +209,14 @@ interface Soak {
   containers_left: number;
 }
 let soak: Soak | undefined;
-const extras: { stream_first_frame_ms: { off: number; on: number }; agent_idle_ms: number; agent_first_output_ms: number; rss_mb_idle_agents: { before: number; after: number; agents: number } } = {
+interface OffOn {
+  off: number;
+  on: number;
+}
+const extras: { stream_first_frame_ms: OffOn; agent_idle_ms: OffOn; agent_first_output_ms: OffOn; rss_mb_idle_agents: { before: number; after: number; agents: number } } = {
   stream_first_frame_ms: { off: 0, on: 0 },
-  agent_idle_ms: 0,
-  agent_first_output_ms: 0,
+  agent_idle_ms: { off: 0, on: 0 },
+  agent_first_output_ms: { off: 0, on: 0 },
   rss_mb_idle_agents: { before: 0, after: 0, agents: IDLE_AGENTS },
 };
 try {
@@ -245,19 +251,29 @@ try {
     firstFrames.on.push(await streamFirstFrame(pooled.url));
   }
   extras.stream_first_frame_ms = { off: Math.round(percentile(firstFrames.off, 50)), on: Math.round(percentile(firstFrames.on, 50)) };
-  const idle: number[] = [];
-  const first: number[] = [];
+  // Agents: spawn to idle and send to first output, without and with the agents' pool (full before each
+  // spawn, as after a pause), alternately.
+  const idle = { off: [] as number[], on: [] as number[] };
+  const first = { off: [] as number[], on: [] as number[] };
+  const agentRounds = 7;
+  for (let i = 0; i < agentRounds; i++) {
+    const off = await agentTimings(berth.url);
+    await poolReady(pooledConfig.pool.agentSize, 'agent');
+    const on = await agentTimings(pooled.url);
+    idle.off.push(off.idleMs);
+    idle.on.push(on.idleMs);
+    first.off.push(off.firstOutputMs);
+    first.on.push(on.firstOutputMs);
+    await fetch(`${berth.url}/agents/${off.id}`, { method: 'DELETE' });
+    await fetch(`${pooled.url}/agents/${on.id}`, { method: 'DELETE' });
+  }
+  extras.agent_idle_ms = { off: Math.round(percentile(idle.off, 50)), on: Math.round(percentile(idle.on, 50)) };
+  extras.agent_first_output_ms = { off: Math.round(percentile(first.off, 50)), on: Math.round(percentile(first.on, 50)) };
+  // Memory: the service with 20 idle agents.
   const agents: string[] = [];
   const rssBefore = process.memoryUsage().rss;
-  for (let i = 0; i < IDLE_AGENTS; i++) {
-    const timing = await agentTimings(berth.url);
-    idle.push(timing.idleMs);
-    first.push(timing.firstOutputMs);
-    agents.push(timing.id);
-  }
+  for (let i = 0; i < IDLE_AGENTS; i++) agents.push((await agentTimings(berth.url)).id);
   await new Promise((r) => setTimeout(r, 2_000));
-  extras.agent_idle_ms = Math.round(percentile(idle, 50));
-  extras.agent_first_output_ms = Math.round(percentile(first, 50));
   extras.rss_mb_idle_agents = { before: Math.round(rssBefore / 2 ** 20), after: Math.round(process.memoryUsage().rss / 2 ** 20), agents: IDLE_AGENTS };
   for (const id of agents) await fetch(`${berth.url}/agents/${id}`, { method: 'DELETE' });
 
@@ -265,6 +281,8 @@ try {
     process.stderr.write(`soak: ${soakRuns} POST /run at concurrency 8 (pool on)…\n`);
     const soakSide = side();
     await timed(() => pooledBatch(soakRuns, 8), soakSide);
+    // Runs are answered at their result; their containers are removed right after.
+    await pooled.settled();
     const pooledNow = new Set(pooled.pools.ownContainerNames());
     const left = (await pooled.runtime.listContainers(`${INSTANCE_LABEL}=${pooledConfig.instanceName}`)).filter((c) => !pooledNow.has(c.names[0] ?? '')).length;
     const s = summary(soakSide, soakRuns);
@@ -307,8 +325,8 @@ for (const r of rows) {
 }
 console.log(`\n| measure | value |\n|---|---|`);
 console.log(`| /run/stream to its first output frame, p50 (pool off / on) | ${extras.stream_first_frame_ms.off} / ${extras.stream_first_frame_ms.on} ms |`);
-console.log(`| POST /agents to idle, p50 of ${IDLE_AGENTS} | ${extras.agent_idle_ms} ms |`);
-console.log(`| agent send to first output, p50 of ${IDLE_AGENTS} | ${extras.agent_first_output_ms} ms |`);
+console.log(`| POST /agents to idle, p50 (pool off / on) | ${extras.agent_idle_ms.off} / ${extras.agent_idle_ms.on} ms |`);
+console.log(`| agent send to first output, p50 (pool off / on) | ${extras.agent_first_output_ms.off} / ${extras.agent_first_output_ms.on} ms |`);
 console.log(`| bench process RSS (both Berths in it) before / with ${IDLE_AGENTS} idle agents | ${extras.rss_mb_idle_agents.before} / ${extras.rss_mb_idle_agents.after} MiB |`);
 if (soak) {
   console.log(

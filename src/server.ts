@@ -62,6 +62,8 @@ export interface RunningBerth {
   readonly engineAccess: EngineAccess;
   /** The pre-started engines of runs and agents (SERVICE_POOL_SIZE, SERVICE_AGENT_POOL_SIZE). */
   readonly pools: EnginePools;
+  /** Resolves once every run answered before its end (at its result) has also ended: container removed, transcript kept. */
+  settled(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -377,6 +379,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       runtime: podman,
       engineAccess,
       pools,
+      settled: () => sessions.settled(),
       stop: stopAll,
     };
   } catch (error) {

@@ -137,6 +137,27 @@ describe('POST /run with the embedded offline model', () => {
     assert.equal(response.body.components[2].status, 'ok');
   });
 
+  test('a run that starts a session is answered at its result; the next requests on the session find it whole', async () => {
+    const first = await t.request('POST', '/run', { prompt: 'say: first answer' });
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    const { session_id } = first.body;
+    // Sent the moment the answer arrives, while the engine may still be finishing its transcript: each waits
+    // for the session instead of seeing it half-done or busy.
+    const [messages, listed, resumed] = await Promise.all([
+      t.request('GET', `/sessions/${session_id}/messages`),
+      t.request('GET', '/sessions'),
+      t.request('POST', '/run', { prompt: 'recall:', engine: { session_id, resume: true } }),
+    ]);
+    assert.equal(messages.status, 200, JSON.stringify(messages.body));
+    const contents = messages.body.messages.map((m: { content: string }) => m.content);
+    assert.ok(contents.includes('say: first answer') && contents.includes('first answer'), JSON.stringify(contents));
+    assert.ok(listed.body.sessions.some((s: { id: string; title: string }) => s.id === session_id && s.title === 'say: first answer'), JSON.stringify(listed.body));
+    assert.equal(resumed.status, 200, JSON.stringify(resumed.body));
+    assert.match(resumed.body.output, /say: first answer/);
+    // The resumed run's usage covers both turns; the first run's covered its own.
+    assert.ok(resumed.body.usage.token_usage.input_tokens > first.body.usage.token_usage.input_tokens);
+  });
+
   test('GET /claude/status says the offline model is in use', async () => {
     const response = await t.request('GET', '/claude/status');
     assert.equal(response.status, 200);

@@ -111,6 +111,8 @@ describe('no_persistence', () => {
     const listedBefore = (await t.request('GET', '/sessions')).body.sessions.length;
     const { session_id } = await run({ prompt: 'say: forget me', engine: { no_persistence: true } });
     assert.equal(existsSync(join(sessionsDir(), session_id)), false);
+    // Answered at its result, the run removes its configuration directory right after.
+    await t.berth.settled();
     // The pool's engines have configuration directories of their own, ready ahead of any request.
     const runDirs = readdirSync(join(sessionsDir(), '.runs'));
     const pooled = new Set(t.berth.pools.ownFiles().runIds);

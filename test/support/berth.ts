@@ -21,7 +21,10 @@ export interface TestBerth {
   readonly url: string;
   readonly dir: string;
   request(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
-  /** Agent containers of this instance that still exist (engines ready in the pool are not counted). */
+  /**
+   * Agent containers of this instance that still exist once every run answered at its result has ended
+   * (engines ready in the pool are not counted).
+   */
   leftovers(): Promise<string[]>;
   stop(): Promise<void>;
 }
@@ -97,6 +100,7 @@ export async function startTestBerth(env: Record<string, string> = {}, options: 
       return { status: response.status, body: parsed, headers: response.headers };
     },
     async leftovers() {
+      await berth.settled();
       // Pre-started engines the pool holds belong to no run: they are not left over. Listed first, then the
       // pool asked: it names its engines before they exist, so no engine listed can be missing from its set.
       const containers = await berth.runtime.listContainers(`${INSTANCE_LABEL}=${instance}`);

@@ -36,7 +36,16 @@ export interface RunHooks {
   /** Assistant text as the engine streams it. */
   onText?(text: string): void;
   onContainerStarted?(containerId: string): void;
+  /**
+   * The engine wrote a successful result: the turn is complete although the engine has not exited yet
+   * (it still finishes its transcript). Given, the run ends normally afterwards, and an engine that has not
+   * exited LINGER_AFTER_RESULT_MS after its result is stopped, its run still completed.
+   */
+  onResult?(outcome: Extract<RunOutcome, { kind: 'completed' }>): void;
 }
+
+/** How long an engine may take to exit after a successful result before Berth stops it. */
+export const LINGER_AFTER_RESULT_MS = 10_000;
 
 export interface RunContext {
   readonly runId: string;
@@ -212,20 +221,26 @@ export class RunExecutor {
     const lines = new OutputTail();
     let stderr = '';
     let envelope: ResultEnvelope | undefined;
-    const consume = (line: string) => {
-      lines.push(line);
-      const event = parseEngineLine(line);
-      if (event.kind === 'text') hooks?.onText?.(event.text);
-      else if (event.kind === 'result') envelope = event.envelope;
-    };
-
-    let stopReason: 'timeout' | 'cancelled' | undefined;
-    const stop = (reason: 'timeout' | 'cancelled') => {
+    let stopReason: 'timeout' | 'cancelled' | 'lingered' | undefined;
+    const stop = (reason: 'timeout' | 'cancelled' | 'lingered') => {
       if (stopReason) return;
       stopReason = reason;
       runtime.killContainer(containerId).catch(() => undefined);
     };
     const timer = setTimeout(() => stop('timeout'), timeoutMs);
+    let lingerTimer: NodeJS.Timeout | undefined;
+    const consume = (line: string) => {
+      lines.push(line);
+      const event = parseEngineLine(line);
+      if (event.kind === 'text') hooks?.onText?.(event.text);
+      else if (event.kind === 'result') {
+        envelope = event.envelope;
+        if (!envelope.isError && hooks?.onResult && !lingerTimer && !stopReason) {
+          hooks.onResult({ kind: 'completed', envelope, rawOutput: lines.text() });
+          lingerTimer = setTimeout(() => stop('lingered'), LINGER_AFTER_RESULT_MS);
+        }
+      }
+    };
     const onAbort = () => stop('cancelled');
     signal.addEventListener('abort', onAbort, { once: true });
     let attached: { close(): void } | undefined;
@@ -279,9 +294,11 @@ export class RunExecutor {
         this.deps.log.warn({ runId: context.runId, droppedLines: splitter.droppedLines }, 'engine output exceeded Berth\'s buffer; the oldest or overlong lines were dropped');
       }
       const rawOutput = lines.text();
+      // Stopped for lingering after its result: the turn itself completed.
+      if (stopReason === 'lingered' && envelope && !envelope.isError) return { kind: 'completed', envelope, rawOutput };
       const oom = exit.oomKilled ?? (exit.exitCode === 137 && !stopReason);
       if (oom || stopReason || exit.exitCode > 128) {
-        const reason = oom ? 'oom' : (stopReason ?? 'signal');
+        const reason = oom ? 'oom' : stopReason === 'timeout' || stopReason === 'cancelled' ? stopReason : 'signal';
         return {
           kind: 'crashed',
           reason,
@@ -304,6 +321,7 @@ export class RunExecutor {
       throw error;
     } finally {
       clearTimeout(timer);
+      clearTimeout(lingerTimer);
       signal.removeEventListener('abort', onAbort);
       attached?.close();
     }

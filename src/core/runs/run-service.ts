@@ -323,6 +323,7 @@ export class RunService {
         signal,
         hooks: {
           onText: hooks.onText,
+          onResult: hooks.onResult,
           onContainerStarted: (id: string) => {
             observer?.containerStarted();
             hooks.onContainerStarted?.(id);
@@ -345,12 +346,16 @@ export class RunService {
       const durationMs = Date.now() - started;
       observer?.containerStopped();
       const phaseDurations = phases.toJSON();
-      endRunSpan(accepted.span, phases, { runId: accepted.runId, sessionId: accepted.session.sessionId, mode, outcome: outcomeLabel });
       observer?.runFinished(mode, outcomeLabel, durationMs, phaseDurations);
-      this.deps.log.info(
-        { runId: accepted.runId, sessionId: accepted.session.sessionId, mode, outcome: outcomeLabel, durationMs, phases: phaseDurations },
-        'run finished',
+      // Logged under the run's own span, still recording: a run answered at its result ends after its
+      // request's span did.
+      context.with(trace.setSpan(context.active(), accepted.span), () =>
+        this.deps.log.info(
+          { runId: accepted.runId, sessionId: accepted.session.sessionId, mode, outcome: outcomeLabel, durationMs, phases: phaseDurations },
+          'run finished',
+        ),
       );
+      endRunSpan(accepted.span, phases, { runId: accepted.runId, sessionId: accepted.session.sessionId, mode, outcome: outcomeLabel });
       accepted.slot.release();
       await stack?.release().catch((error: unknown) => this.deps.log.error({ err: error, runId: accepted.runId }, 'releasing the run\'s compose stack failed'));
       await accepted.session.release();
@@ -360,8 +365,40 @@ export class RunService {
   /** POST /run: the whole run, answered as the run response or as the error it ended in. */
   async runSync(request: RunRequest, signal: AbortSignal, caller: Caller): Promise<RunResult> {
     const accepted = await this.accept(request, { caller });
-    const outcome = await this.execute(accepted, 'sync', signal);
+    const outcome = await this.executeUntilAnswered(accepted, 'sync', signal);
     return this.toResult(accepted, outcome);
+  }
+
+  /**
+   * Runs an accepted run until its caller can be answered. A run that started a session (new or ephemeral)
+   * is answered as soon as its engine wrote a successful result: the engine then still spends about a
+   * tenth of a second finishing its transcript and exiting, and the container's removal and the carrying
+   * back of the transcript follow. That rest goes on in the background, no longer tied to the caller's
+   * connection; meanwhile every request that reads or takes the session waits for it (SessionStore.settled),
+   * so nobody sees the session before its transcript is in place. The usage of a new session is its one
+   * turn's, which the result carries. Other runs (resume, fork, continue) answer when their container has
+   * exited, their usage summed over the session's transcript.
+   */
+  async executeUntilAnswered(accepted: AcceptedRun, mode: 'sync' | 'stream', callerSignal: AbortSignal, hooks: RunHooks = {}): Promise<RunOutcome> {
+    const kind = accepted.session.engineSession.kind;
+    if (kind !== 'new' && kind !== 'ephemeral') return this.execute(accepted, mode, callerSignal, hooks);
+    const run = new AbortController();
+    const follow = () => run.abort(callerSignal.reason);
+    if (callerSignal.aborted) follow();
+    else callerSignal.addEventListener('abort', follow, { once: true });
+    return new Promise<RunOutcome>((resolve, reject) => {
+      let running: Promise<RunOutcome> | undefined;
+      running = this.execute(accepted, mode, run.signal, {
+        ...hooks,
+        onResult: (outcome) => {
+          callerSignal.removeEventListener('abort', follow);
+          if (running) this.deps.sessions.settleInBackground(accepted.session.sessionId, running);
+          resolve(outcome);
+        },
+      });
+      // The first of the result and the run's end answers; the later one changes nothing.
+      void running.then(resolve, reject).then(() => callerSignal.removeEventListener('abort', follow));
+    });
   }
 
   async toResult(accepted: AcceptedRun, outcome: RunOutcome): Promise<RunResult> {

@@ -50,6 +50,8 @@ export interface StoredSession {
 
 export class SessionStore {
   private readonly busy = new Set<string>();
+  /** Sessions whose run was answered while its engine, container and transcript were still being finished. */
+  private readonly settling = new Map<string, Promise<void>>();
   private root: string;
   private runDirs: RunConfigDirs | undefined;
 
@@ -107,6 +109,30 @@ export class SessionStore {
     };
   }
 
+  /**
+   * The session's run was answered before it ended (RunService.executeUntilAnswered): until `rest` has
+   * settled, every request that reads or takes the session waits for it instead of seeing it half-done.
+   */
+  settleInBackground(sessionId: string, rest: Promise<unknown>): void {
+    const settled = rest.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.settling.set(sessionId, settled);
+    void settled.then(() => {
+      if (this.settling.get(sessionId) === settled) this.settling.delete(sessionId);
+    });
+  }
+
+  /** Resolves once the named session (or, without one, every session) has no answered run still ending. */
+  async settled(sessionId?: string): Promise<void> {
+    if (sessionId !== undefined) {
+      await this.settling.get(sessionId);
+      return;
+    }
+    await Promise.all([...this.settling.values()]);
+  }
+
   private get runs(): RunConfigDirs {
     if (!this.runDirs) throw new Error('SessionStore.init() was not called');
     return this.runDirs;
@@ -123,6 +149,7 @@ export class SessionStore {
   /** Whether the session exists, belongs to `owner` and is not a persistent agent's. */
   async isVisible(sessionId: string, owner: string): Promise<boolean> {
     const dir = this.pathOf(sessionId);
+    await this.settled(checkSessionUuid(sessionId));
     return (await this.belongsTo(dir, owner)) && !(await pathExists(join(dir, HIDDEN_MARKER)));
   }
 
@@ -227,6 +254,7 @@ export class SessionStore {
    */
   async latestForWorkdir(workdir: string, owner: string): Promise<string | undefined> {
     const project = projectDirName(workdir);
+    await this.settled();
     let best: { id: string; mtime: number } | undefined;
     for (const id of await this.sessionIds()) {
       if (!(await this.belongsTo(join(this.root, id), owner))) continue;
@@ -244,6 +272,7 @@ export class SessionStore {
 
   /** The owner's visible sessions, most recently active first. */
   async list(owner: string): Promise<StoredSession[]> {
+    await this.settled();
     const sessions: StoredSession[] = [];
     for (const id of await this.sessionIds()) {
       const dir = join(this.root, id);
@@ -294,6 +323,7 @@ export class SessionStore {
   }
 
   private async claimExisting(workdir: string, owner: string, sessionId: string, runId: string | undefined): Promise<PreparedSession> {
+    await this.settled(sessionId);
     // Locked before the existence check: a concurrent DELETE either finished (404 here) or is refused.
     this.lock(sessionId);
     try {
@@ -307,6 +337,7 @@ export class SessionStore {
 
   private async fork(workdir: string, owner: string, from: string, presetId: string | undefined, runId: string | undefined): Promise<PreparedSession> {
     const sessionId = presetId === undefined ? randomUUID() : checkSessionUuid(presetId);
+    await this.settled(from);
     // The forked run gets a copy of the original's transcripts in its own directory, so the original is
     // never written by it. The original is locked while it is copied: a run writing it meanwhile would leave
     // a half-written line in the copy.

@@ -13,7 +13,8 @@ export function registerRunRoutes(app: FastifyInstance, deps: { runs: RunService
       schema: {
         tags: ['runs'],
         summary: 'Run a prompt and wait for the result',
-        description: 'Answers when the run has ended. A client that disconnects first stops the run; its container is removed either way.',
+        description:
+          'Answers when the run has ended. A run that starts a session (the default, or no_persistence) is answered as soon as its engine has written its result; the engine\'s exit, the removal of its container and the keeping of its transcript follow at once, and any request that reads or takes that session waits for them. A client that disconnects before the answer stops the run; its container is removed either way.',
         body: withExample(RunRequestSchema, EXAMPLE_RUN_REQUEST),
         response: { 200: withExample(RunResponseSchema, EXAMPLE_RUN_RESPONSE), ...errorResponses(...RUN_REFUSALS, ...SLOT_REFUSALS, ...RUN_FAILURES) },
       },

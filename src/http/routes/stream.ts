@@ -79,7 +79,7 @@ export function registerStreamRoutes(app: FastifyInstance, deps: StreamRouteDepe
           await runs.abandon(accepted);
           return;
         }
-        const outcome = await runs.execute(accepted, 'stream', events.signal, {
+        const outcome = await runs.executeUntilAnswered(accepted, 'stream', events.signal, {
           onText: (content) => events.send({ type: 'output', content }),
         });
         if (events.signal.aborted) return;
