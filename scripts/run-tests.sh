@@ -12,6 +12,8 @@ if [ "$suite" = all ] || [ "$suite" = unit ]; then
   # tsx strips types without checking them: the type check is its own gate.
   echo "== type check (tsc --noEmit)"
   npx tsc --noEmit -p tsconfig.json || status=1
+  echo "== type check of the web console (tsc --noEmit -p packages/console)"
+  npx tsc --noEmit -p packages/console/tsconfig.json || status=1
   echo "== unit tests"
   mapfile -t files < <(find test/unit -name '*.test.ts' | sort)
   node --import tsx --test --test-concurrency=2 "${files[@]}" || status=1

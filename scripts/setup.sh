@@ -29,4 +29,13 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   npm ci --no-audit --no-fund --loglevel=error
 fi
 
+# The web console Berth serves at /console is a build of packages/console (with the SDK it bundles):
+# built when missing, and again whenever one of its sources is newer than the build.
+console_build=packages/console/dist/index.html
+if [ ! -f "$console_build" ] || [ -n "$(find packages/console/src packages/console/public packages/console/index.html \
+  packages/console/vite.config.ts packages/console/package.json packages/client/src -newer "$console_build" -print -quit)" ]; then
+  say "building the web console (packages/console/dist)"
+  npm run build -w @berth/console --silent >/dev/null
+fi
+
 bash scripts/build-images.sh

@@ -33,6 +33,8 @@ if [ "${SERVICE_AUTH_ENABLED:-true}" = false ]; then
 
   Run a prompt:
     curl -s -X POST http://$address/run -H 'Content-Type: application/json' -d '{"prompt":"say: hello from a container"}'
+  Or with the CLI:  npx berth --url http://$address run "say: hello from a container"
+  Web console:      http://$address/console
 
 MSG
 else
@@ -46,6 +48,9 @@ else
   Then run a prompt:
     curl -s -X POST http://$address/run -H "Authorization: Bearer \$TOKEN" \\
       -H 'Content-Type: application/json' -d '{"prompt":"say: hello from a container"}'
+  Or with the CLI:  npx berth --url http://$address login   (paste the API token), then
+                    npx berth --url http://$address run "say: hello from a container"
+  Web console:      http://$address/console   (sign in with the API token)
 
 MSG
 fi

@@ -46,6 +46,7 @@ export const ERROR_STATUS = {
   BERTH_ERR_STACKS_AT_CAPACITY: 503,
   BERTH_ERR_STACK_FAILED: 500,
   BERTH_ERR_STREAMS_AT_CAPACITY: 503,
+  BERTH_ERR_CONSOLE_NOT_BUILT: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
@@ -135,6 +136,7 @@ export const errors = {
   imageSearchFailed: (term: string, why: string) =>
     new BerthError('BERTH_ERR_IMAGE_SEARCH_FAILED', `searching registries for "${term}" failed: ${why}`),
   engineNotConfigured: (why: string) => new BerthError('BERTH_ERR_ENGINE_NOT_CONFIGURED', `engine not configured: ${why}`),
+  consoleNotBuilt: () => new BerthError('BERTH_ERR_CONSOLE_NOT_BUILT', 'the web console is not built: run make setup'),
   shuttingDown: () =>
     new BerthError('BERTH_ERR_SHUTTING_DOWN', 'the service is shutting down and accepts no new work; retry once it has restarted'),
   runStoppedByShutdown: (sessionId: string) =>

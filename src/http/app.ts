@@ -2,6 +2,7 @@
 // Everything it serves comes in through AppServices; it builds nothing of the domain itself.
 import { registerRequestTracing } from './plugins/tracing.js';
 import type { VersionInfo } from '../version.js';
+import { join } from 'node:path';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import type { Logger } from 'pino';
@@ -21,6 +22,10 @@ import { registerHttpMetrics } from './plugins/http-metrics.js';
 import { registerAuthRoutes } from './routes/auth.js';
 import { registerRunRoutes } from './routes/run.js';
 import { registerSystemRoutes } from './routes/system.js';
+import { registerConsoleRoutes } from './routes/console.js';
+
+/** The web console's build (packages/console/dist), served at /console. */
+export const CONSOLE_DIST = join(import.meta.dirname, '..', '..', 'packages', 'console', 'dist');
 
 export interface AppServices {
   readonly config: Config;
@@ -32,6 +37,8 @@ export interface AppServices {
   readonly auth: AuthService;
   /** Extra route groups (jobs, sessions, streams) registered by their own modules. */
   readonly extraRoutes?: readonly ((app: FastifyInstance) => void)[];
+  /** Where the web console's build is; CONSOLE_DIST by default. */
+  readonly consoleDir?: string;
 }
 
 export async function buildApp(services: AppServices): Promise<FastifyInstance> {
@@ -104,5 +111,6 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
   registerSystemRoutes(app, { status: services.status, version: services.version });
   registerRunRoutes(app, { runs: services.runs });
   for (const register of services.extraRoutes ?? []) register(app);
+  await registerConsoleRoutes(app, { dir: services.consoleDir ?? CONSOLE_DIST });
   return app;
 }

@@ -21,7 +21,10 @@ export interface AuthDeps {
   readonly metrics: Metrics;
 }
 
-/** `METHOD route-pattern` pairs that need no access token. HEAD follows GET (Fastify adds HEAD routes). */
+/**
+ * `METHOD route-pattern` pairs that need no access token. HEAD follows GET (Fastify adds HEAD routes).
+ * The web console's files (/console) hold no data: the API calls the console makes carry the token.
+ */
 export const OPEN_ROUTES: ReadonlySet<string> = new Set([
   'GET /health',
   'GET /version',
@@ -29,6 +32,8 @@ export const OPEN_ROUTES: ReadonlySet<string> = new Set([
   'POST /auth/token',
   'POST /auth/refresh',
   'GET /swagger/doc.json',
+  'GET /console',
+  'GET /console/*',
 ]);
 
 export function isOpenRoute(method: string, routeUrl: string | undefined): boolean {

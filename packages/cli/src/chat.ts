@@ -1,0 +1,166 @@
+// The interactive chat of `berth agents chat ID`: a prompt line (node:readline), each line sent as a turn,
+// the agent's events shown as they arrive, the end of each turn marked. Ctrl-D (or the end of piped
+// input, once the turns sent have ended) or Ctrl-C leaves; the agent keeps running unless the chat was
+// opened with --rm.
+import { createInterface, type Interface } from 'node:readline';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { AgentEvent, Berth } from '@berth/client';
+import type { Context } from './context.js';
+import { CliError, Interrupted } from './errors.js';
+import { onInterrupt } from './interrupt.js';
+import { styled, type Sink } from './output.js';
+import { Spinner } from './spinner.js';
+import { renderEngineLine } from './transcript.js';
+
+const PROMPT = 'you> ';
+
+type Leaving = { reason: 'eof' | 'interrupt' } | { reason: 'exited'; why: string } | { reason: 'failed'; error: unknown };
+
+export async function chat(context: Context, id: string, options: { rm?: boolean }): Promise<void> {
+  const { berth } = context;
+  const out = process.stdout;
+  const following = new AbortController();
+  // Subscribed before anything is sent: events are not replayed, so a turn's first events need a reader.
+  const events = berth.agents.events(id, { signal: following.signal });
+  await untilReady(berth, id);
+
+  let leave!: (leaving: Leaving) => void;
+  const left = new Promise<Leaving>((resolve) => (leave = resolve));
+  const interactive = Boolean(process.stdin.isTTY);
+  const rl = createInterface({ input: process.stdin, output: out, prompt: PROMPT, terminal: interactive });
+  const conversation = new Conversation(berth, id, rl, out, interactive, leave);
+
+  (async () => {
+    for await (const event of events) conversation.event(event);
+    leave({ reason: 'exited', why: 'its event stream ended' });
+  })().catch((error: unknown) => leave(following.signal.aborted ? { reason: 'eof' } : { reason: 'failed', error }));
+  rl.on('line', (line) => conversation.input(line));
+  rl.on('close', () => conversation.endOfInput());
+  // A terminal's Ctrl-C reaches readline as a key; piped input leaves the signal to the process.
+  const interrupted = () => leave({ reason: 'interrupt' });
+  rl.on('SIGINT', interrupted);
+  process.on('SIGINT', interrupted);
+
+  out.write(styled(out, 'dim', `chatting with ${id}; Ctrl-D leaves${options.rm ? ' and removes the agent' : ' (the agent keeps running)'}`) + '\n');
+  if (interactive) rl.prompt();
+  const leaving = await left;
+  following.abort();
+  process.off('SIGINT', interrupted);
+  rl.removeAllListeners('close');
+  rl.close();
+  if (interactive) out.write('\n');
+
+  if (leaving.reason === 'failed') throw leaving.error;
+  if (leaving.reason === 'exited') throw new CliError(`agent ${id} has exited: ${leaving.why}`);
+  if (options.rm) {
+    await berth.agents.delete(id);
+    out.write(`agent ${id} removed\n`);
+  } else {
+    out.write(styled(out, 'dim', `left the chat; ${id} keeps running (stop it with: berth agents rm ${id})`) + '\n');
+  }
+  if (leaving.reason === 'interrupt') throw new Interrupted('');
+}
+
+/** Turns one at a time: lines entered while a turn runs wait for it; the input's end waits for them all. */
+class Conversation {
+  /** The turn in progress: its id once send has answered, and whether the engine printed its result line. */
+  private turn: { id?: string; resultSeen: boolean } | undefined;
+  private readonly waiting: string[] = [];
+  private inputEnded = false;
+
+  constructor(
+    private readonly berth: Berth,
+    private readonly id: string,
+    private readonly rl: Interface,
+    private readonly out: Sink,
+    private readonly interactive: boolean,
+    private readonly leave: (leaving: Leaving) => void,
+  ) {}
+
+  input(line: string): void {
+    const prompt = line.trim();
+    // Typed at a visible prompt, the line is on screen already; otherwise it is shown when it is sent.
+    const shown = this.interactive && this.turn === undefined && this.waiting.length === 0;
+    if (prompt === '') return void (shown && this.rl.prompt());
+    this.waiting.push(prompt);
+    if (this.turn === undefined) this.next(shown);
+  }
+
+  endOfInput(): void {
+    this.inputEnded = true;
+    if (this.turn === undefined && this.waiting.length === 0) this.leave({ reason: 'eof' });
+  }
+
+  event(event: AgentEvent): void {
+    // Until send has answered, the turn's id is not known, but its first events may already be here.
+    const ours = this.turn !== undefined && (this.turn.id === undefined || event.turn_id === this.turn.id);
+    if (event.type === 'output' && event.content !== undefined) {
+      this.out.write(renderEngineLine(this.out, event.content));
+      if (ours && isResultLine(event.content)) this.turn!.resultSeen = true;
+    } else if (event.type === 'turn_end') {
+      if (ours) this.ended('── turn ended ──');
+    } else if (event.type === 'error') {
+      this.out.write(`${styled(this.out, 'red', event.content ?? 'error')}\n`);
+      // The engine's stderr lines are errors too; a failed turn's error comes after its result line.
+      if (ours && this.turn!.resultSeen) this.ended('── turn failed ──');
+    } else if (event.type === 'exited') {
+      this.leave({ reason: 'exited', why: event.content ?? 'no reason given' });
+    }
+  }
+
+  private ended(mark: string): void {
+    this.out.write(`${styled(this.out, 'dim', mark)}\n`);
+    this.turn = undefined;
+    this.next(false);
+  }
+
+  /** Sends the next waiting line, or shows the prompt (or leaves, once the input has ended). */
+  private next(shown: boolean): void {
+    const prompt = this.waiting.shift();
+    if (prompt === undefined) {
+      if (this.inputEnded) this.leave({ reason: 'eof' });
+      else if (this.interactive) this.rl.prompt();
+      return;
+    }
+    if (!shown) this.out.write(`${PROMPT}${prompt}\n`);
+    const turn: { id?: string; resultSeen: boolean } = { resultSeen: false };
+    this.turn = turn;
+    this.berth.agents.send(this.id, prompt).then(
+      (sent) => {
+        turn.id = sent.turn_id;
+      },
+      (error: unknown) => {
+        this.out.write(`${styled(this.out, 'red', `not sent: ${error instanceof Error ? error.message : String(error)}`)}\n`);
+        this.turn = undefined;
+        this.next(false);
+      },
+    );
+  }
+}
+
+/** Waits while the agent is starting (a spinner on a terminal); refuses one that has exited. */
+async function untilReady(berth: Berth, id: string): Promise<void> {
+  const interrupt = onInterrupt();
+  const spinner = new Spinner(`${id} is starting`);
+  try {
+    for (;;) {
+      const agent = await berth.agents.get(id, { signal: interrupt.signal });
+      if (agent.status === 'exited') throw new CliError(`agent ${id} has exited (${agent.exit_error ?? 'no reason given'})`, 1, 'spawn a new one with: berth agents spawn');
+      if (agent.status !== 'starting') return;
+      await delay(250, undefined, { signal: interrupt.signal });
+    }
+  } catch (error) {
+    throw interrupt.signal.aborted ? new Interrupted('') : error;
+  } finally {
+    spinner.stop();
+    interrupt.dispose();
+  }
+}
+
+function isResultLine(content: string): boolean {
+  try {
+    return (JSON.parse(content) as { type?: unknown }).type === 'result';
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,147 @@
+// Readable names for the request and response shapes of Berth's API. All but the stream frames are taken
+// from the types generated from Berth's OpenAPI document (generated/openapi.ts), so a field added to a
+// route reaches these names with `npm run generate -w @berth/client`. Server-Sent Event frames are not
+// described by the document (their schema there is "a string"), so they are written here.
+// Object shapes are declared as interfaces extending the generated types (rather than aliases of them)
+// so that editors and the API reference show their name and their fields, not the path they come from.
+
+import type { components, paths } from './generated/openapi.js';
+
+type Operation<P extends keyof paths, M extends 'get' | 'post' | 'delete'> = NonNullable<paths[P][M]>;
+type JsonOf<T> = T extends { content: { 'application/json': infer J } } ? J : never;
+type Answer<P extends keyof paths, M extends 'get' | 'post' | 'delete'> =
+  Operation<P, M> extends { responses: { 200: infer R } } ? JsonOf<R> : never;
+type Body<P extends keyof paths, M extends 'post'> =
+  Operation<P, M> extends { requestBody?: infer B } ? JsonOf<NonNullable<B>> : never;
+type Query<P extends keyof paths, M extends 'get'> =
+  Operation<P, M> extends { parameters: { query?: infer Q } } ? NonNullable<Q> : never;
+type Schema<N extends keyof components['schemas']> = components['schemas'][N];
+type Element<A> = A extends readonly (infer E)[] ? E : never;
+type Field<T, K extends keyof T> = NonNullable<T[K]>;
+
+/** Berth's error body: `{"error": "<message>", "status": "error"}`. */
+export interface ErrorBody extends Schema<'ErrorBody'> {}
+
+// Runs
+/** The body of POST /run and POST /run/async. */
+export interface RunRequest extends Body<'/run', 'post'> {}
+/** The answer of POST /run. */
+export interface RunResponse extends Answer<'/run', 'post'> {}
+/** Token counts and estimated cost of a run's session. */
+export interface RunUsage extends Field<RunResponse, 'usage'> {}
+/** The body of POST /run/async (a RunRequest, with `webhook_url` useful here). */
+export interface AsyncRunRequest extends Body<'/run/async', 'post'> {}
+/** The answer of POST /run/async. */
+export interface AsyncRunResponse extends Answer<'/run/async', 'post'> {}
+/** The query of GET /run/stream. */
+export interface StreamRequest extends Query<'/run/stream', 'get'> {}
+
+/** One frame of GET /run/stream. */
+export type RunStreamFrame =
+  /** A piece of assistant text, as the engine produces it. */
+  | { type: 'output'; content: string }
+  /** The run completed; resume `session_id` to continue it. */
+  | { type: 'done'; session_id: string; id: string }
+  /** The run failed after the stream had started. */
+  | { type: 'error'; error: string };
+
+// Jobs
+/** A job, as GET /jobs/{id} answers it. */
+export interface Job extends Answer<'/jobs/{id}', 'get'> {}
+export type JobStatus = Job['status'];
+/** Why a crashed job ended. */
+export interface CrashInfo extends Field<Job, 'crash_info'> {}
+/** The answer of GET /jobs. */
+export interface JobList extends Answer<'/jobs', 'get'> {}
+/** A job as listed by GET /jobs. */
+export interface JobSummary extends Element<JobList['jobs']> {}
+/** The query of GET /jobs. */
+export interface JobQuery extends Query<'/jobs', 'get'> {}
+/** The answer of DELETE /jobs/{id}. */
+export interface CancelledJob extends Answer<'/jobs/{id}', 'delete'> {}
+
+// Sessions
+/** The answer of GET /sessions. */
+export interface SessionList extends Answer<'/sessions', 'get'> {}
+export interface Session extends Element<SessionList['sessions']> {}
+/** The answer of GET /sessions/{id}/messages. */
+export interface MessagePage extends Answer<'/sessions/{id}/messages', 'get'> {}
+export interface Message extends Answer<'/sessions/{id}/messages/{message_id}', 'get'> {}
+/** The query of GET /sessions/{id}/messages. */
+export interface MessageQuery extends Query<'/sessions/{id}/messages', 'get'> {}
+/** The answer of DELETE /sessions/{id}. */
+export interface DeletedSession extends Answer<'/sessions/{id}', 'delete'> {}
+
+// Agents
+/** An agent's snapshot. */
+export interface Agent extends Answer<'/agents/{id}', 'get'> {}
+export type AgentStatus = Agent['status'];
+/** The answer of GET /agents. */
+export interface AgentList extends Answer<'/agents', 'get'> {}
+/** The body of POST /agents. */
+export interface SpawnRequest extends Body<'/agents', 'post'> {}
+/** The answer of POST /agents/{id}/send. */
+export interface SentTurn extends Answer<'/agents/{id}/send', 'post'> {}
+
+/** The kinds of event on an agent's stream. */
+export type AgentEventType = 'turn_start' | 'output' | 'turn_end' | 'error' | 'exited' | 'closed';
+
+/** One event of GET /agents/{id}/stream. */
+export interface AgentEvent {
+  type: AgentEventType;
+  /** The turn it belongs to (absent on `closed`). */
+  turn_id?: string;
+  /**
+   * `output`: one line the engine printed (stream-json), verbatim; `error`: the text; `exited`: why the
+   * agent stopped.
+   */
+  content?: string;
+  /** When it happened (ISO 8601; absent on `closed`). */
+  at?: string;
+}
+
+// Images
+/** A local image with its compatibility rank. */
+export interface Image extends Answer<'/images/{name}', 'get'> {}
+/** The answer of GET /images. */
+export interface ImageList extends Answer<'/images', 'get'> {}
+/** The answer of GET /images/search. */
+export interface ImageSearchResults extends Answer<'/images/search', 'get'> {}
+export interface ImageSearchResult extends Element<ImageSearchResults['results']> {}
+/** The body of POST /images/pull. */
+export interface PullRequest extends Body<'/images/pull', 'post'> {}
+/** The answer of POST /images/pull. */
+export interface PullResult extends Answer<'/images/pull', 'post'> {}
+
+/**
+ * How a pull is going. Berth answers a pull once the image is present, so between `started` and
+ * `done` the SDK can only report the time spent (`waiting`, about every half second).
+ */
+export type PullProgress =
+  | { phase: 'started'; image: string; elapsed_ms: 0 }
+  | { phase: 'waiting'; image: string; elapsed_ms: number }
+  | { phase: 'done'; image: string; elapsed_ms: number; result: PullResult };
+
+// Authentication
+/** The answer of POST /auth/token and POST /auth/refresh. */
+export interface TokenPair extends Answer<'/auth/token', 'post'> {}
+/** The answer of POST /auth/validate. */
+export interface TokenValidation extends Answer<'/auth/validate', 'post'> {}
+/** The answer of POST /auth/logout. */
+export interface LogoutResult extends Answer<'/auth/logout', 'post'> {}
+
+// System
+/** The answer of GET /health. */
+export interface Health extends Answer<'/health', 'get'> {}
+/** The answer of GET /version. */
+export interface Version extends Answer<'/version', 'get'> {}
+/** The answer of GET /claude/status. */
+export interface ClaudeStatus extends Answer<'/claude/status', 'get'> {}
+/** The answer of GET /secrets. */
+export interface SecretList extends Answer<'/secrets', 'get'> {}
+
+/** Options every call takes. */
+export interface CallOptions {
+  /** Aborts the call; it then rejects with the signal's reason (an `AbortError`). */
+  signal?: AbortSignal;
+}
