@@ -5,17 +5,20 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
+import { chromium } from 'playwright-core';
 import { mixedModes, runLoad } from '../support/load.js';
 
 const exec = promisify(execFile);
 const REPO = resolve(import.meta.dirname, '..', '..');
 const URL = 'http://127.0.0.1:8080';
 const MARKER = '<!-- newcomer-test: runs this block verbatim -->';
+const CLIENTS_MARKER = '<!-- newcomer-test: runs this block verbatim (clients) -->';
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
 /** The environment of a new user's shell: none of Berth's settings, no Podman settings. */
 function newcomerEnvironment(): NodeJS.ProcessEnv {
@@ -26,10 +29,10 @@ function newcomerEnvironment(): NodeJS.ProcessEnv {
   return env;
 }
 
-/** The README's quick-start block that the newcomer copies. */
-export async function readmeCommands(readme: string): Promise<string> {
-  const at = readme.indexOf(MARKER);
-  assert.ok(at >= 0, `the README marks its quick-start commands with ${MARKER}`);
+/** The README's quick-start block (or the one after `marker`) that the newcomer copies. */
+export async function readmeCommands(readme: string, marker = MARKER): Promise<string> {
+  const at = readme.indexOf(marker);
+  assert.ok(at >= 0, `the README marks its quick-start commands with ${marker}`);
   const block = /```sh\n([\s\S]*?)```/.exec(readme.slice(at));
   assert.ok(block, 'a ```sh block follows the marker');
   return block[1]!;
@@ -106,6 +109,42 @@ describe('a newcomer: fresh clone, make up, the README commands, load, Ctrl-C', 
     const body = JSON.parse(stdout.trim().split('\n').at(-1)!) as { status: string; output: string; session_id: string; error?: string };
     assert.equal(body.status, 'completed', stdout);
     assert.match(body.output, /^Linux /);
+  });
+
+  test('the README\'s client commands, run literally: berth login with the API token, then berth run', async () => {
+    const commands = await readmeCommands(await readFile(join(clone, 'README.md'), 'utf8'), CLIENTS_MARKER);
+    const config = join(work, 'berth-config');
+    const { stdout } = await exec('bash', ['-ec', commands], { cwd: clone, env: { ...newcomerEnvironment(), BERTH_CONFIG_DIR: config }, timeout: 120_000 });
+    assert.equal(stdout.trim().split('\n').at(-1), 'hi', stdout);
+    // The tokens were kept for the next command, for this user only.
+    const mode = (await exec('stat', ['-c', '%a', join(config, 'credentials.json')])).stdout.trim();
+    assert.equal(mode, '600');
+  });
+
+  test('the web console: sign in with the API token, spawn an agent and chat with it', async () => {
+    const apiToken = /^SERVICE_API_TOKENS=([^,\n]+)/m.exec(await readFile(join(clone, '.service', 'local.env'), 'utf8'))![1]!;
+    const profile = join(work, 'chromium');
+    await mkdir(profile);
+    const browser = await chromium.launchPersistentContext(profile, { executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+    try {
+      const page = browser.pages()[0] ?? (await browser.newPage());
+      const wait = { timeout: 60_000 };
+      await page.goto(`${URL}/console`);
+      await page.getByLabel('API token or access token').fill(apiToken);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Agents' }).click();
+      await page.getByRole('button', { name: 'Spawn agent' }).click();
+      await page.waitForURL(/\/console\/agents\/agent-/, wait);
+      await page.getByLabel('Message').fill('say: hello from the console');
+      const send = page.getByRole('button', { name: 'Send' });
+      await page.waitForFunction(() => !(document.querySelector('.message-box button[type=submit]') as HTMLButtonElement).disabled, undefined, wait);
+      await send.click();
+      await page.getByTestId('chat-log').locator('.message-assistant .content', { hasText: 'hello from the console' }).waitFor(wait);
+      await page.getByRole('button', { name: 'Delete agent' }).click();
+      await page.waitForURL(/\/console\/agents$/, wait);
+    } finally {
+      await browser.close();
+    }
   });
 
   test('48 requests at concurrency 8 (sync, async and stream) all succeed', async () => {
