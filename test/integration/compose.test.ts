@@ -152,6 +152,8 @@ describe('a Redis stack', () => {
     });
     assert.equal(response.status, 200, JSON.stringify(response.body));
     assert.match(response.body.output, /PONG/);
+    // Answered at its result, the run releases its stack right after.
+    await t.berth.settled();
     assert.deepEqual(await stackResources(t), []);
   });
 
