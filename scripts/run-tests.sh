@@ -22,7 +22,9 @@ if [ "$suite" = all ] || [ "$suite" = integration ]; then
   bash scripts/build-test-images.sh
   echo "== integration tests (real Podman)"
   mapfile -t files < <(find test/integration -name '*.test.ts' | sort)
-  node --import tsx --test --test-concurrency=1 --test-timeout=600000 "${files[@]}" || status=1
+  # A file may take long: the fault matrix runs for about 10 minutes (its model-error row waits out the
+  # engine's own retries, about 3 minutes).
+  node --import tsx --test --test-concurrency=1 --test-timeout=1500000 "${files[@]}" || status=1
   # Nothing a test Berth starts may outlive it: containers, its key secrets, its Podman service.
   for label in berth.instance berth.image-tree berth.probe berth.stack; do
     left=$(podman ps -a --filter "label=$label" --format '{{.Names}}' | wc -l)

@@ -356,6 +356,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
                 insecureRegistries: config.images.insecureRegistries,
               },
             }),
+            sse,
           }),
       ],
     });

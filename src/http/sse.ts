@@ -16,8 +16,11 @@ export interface SseOptions {
   /** Interval of `: ping` comments that keep proxies from closing an idle stream. */
   readonly heartbeatMs: number;
   readonly subscribers?: { inc(): void; dec(): void };
-  /** The frame sent when the producer throws; default {"type":"error","error":"<message>"}. */
-  readonly errorFrame?: (message: string) => unknown;
+  /**
+   * The frame sent when the producer throws; default {"type":"error","error":"<message>"}. `status` is the
+   * HTTP status the error would have had as a JSON answer (500 for an unexpected one).
+   */
+  readonly errorFrame?: (message: string, status: number) => unknown;
   /**
    * Bytes written but not yet taken by the client beyond which, at two frames in a row, the client counts as
    * not reading: its stream is ended (as if it had disconnected) instead of Berth buffering without bound.
@@ -52,6 +55,20 @@ const HEADERS = {
   // nginx buffers responses by default; an event stream must pass through at once.
   'x-accel-buffering': 'no',
 };
+
+/**
+ * Whether a request's Accept header asks for an event stream (`text/event-stream`, not with q=0). Routes
+ * that answer both ways stream only then, so plain JSON clients keep their JSON answer.
+ */
+export function acceptsEventStream(accept: string | undefined): boolean {
+  if (accept === undefined) return false;
+  return accept.split(',').some((range) => {
+    const [type, ...parameters] = range.split(';').map((part) => part.trim().toLowerCase());
+    if (type !== 'text/event-stream') return false;
+    const quality = parameters.find((parameter) => parameter.startsWith('q='));
+    return quality === undefined || Number(quality.slice(2)) > 0;
+  });
+}
 
 /** `event:` line content: a line break would let a value inject frames of its own. */
 export function checkEventName(event: string): void {
@@ -116,9 +133,9 @@ export async function streamEvents(reply: FastifyReply, options: SseOptions, pro
       send: (data, event) => write(formatFrame(data, event)),
     });
   } catch (error) {
-    const message = error instanceof BerthError ? error.message : 'internal error; see the service log for details';
+    const known = error instanceof BerthError ? error : errors.internal('internal error; see the service log for details');
     if (!(error instanceof BerthError)) reply.log.error({ err: error }, 'event stream failed');
-    write(formatFrame(options.errorFrame ? options.errorFrame(message) : { type: 'error', error: message }));
+    write(formatFrame(options.errorFrame ? options.errorFrame(known.message, known.status) : { type: 'error', error: known.message }));
   } finally {
     clearInterval(heartbeat);
     leave();

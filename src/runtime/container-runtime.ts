@@ -216,8 +216,20 @@ export interface PullOptions {
   readonly tlsVerify: boolean;
   readonly quiet: boolean;
   readonly platform?: { readonly os: string; readonly arch: string; readonly variant?: string };
-  /** Each progress line of the pull, as Podman reports it. */
-  readonly onProgress?: (line: string) => void;
+  /** Each progress line of the pull, with the blobs counted so far. */
+  readonly onProgress?: (progress: PullProgress) => void;
+  /** Stops the pull: the request to the runtime is closed, which ends the pull there too. */
+  readonly signal?: AbortSignal;
+}
+
+/** One step of a pull. The runtime reports when a blob's copy starts, not when it ends. */
+export interface PullProgress {
+  /** The runtime's own words, e.g. "Copying blob sha256:…". */
+  readonly message: string;
+  /** Blobs (layers) whose copy has started so far. */
+  readonly blobsStarted: number;
+  /** Blobs copied: known only once the pull has gone past the layers (then equal to blobsStarted). */
+  readonly blobsDone?: number;
 }
 
 export interface PulledImage {

@@ -221,15 +221,25 @@ describe('the berth command in a terminal', { timeout: 180_000 }, () => {
     assert.match(output, /^localhost\/berth-agent:\S+\s+[0-9a-f]{12}\s+[\d.]+ \w+\s+1 official\s+yes$/m);
   });
 
-  test('berth images search finds, pull fetches with a progress bar, show ranks an image', async () => {
+  test('berth images search finds, pull shows Podman\'s progress with a bar, show ranks an image', async () => {
     const found = await terminal.run(`berth images search ${registry.host}/cli`);
     assert.equal(found.code, 0, found.output);
     assert.match(found.output, new RegExp(`^${registry.host}/cli/musl\\s+0$`, 'm'));
 
     const pull = await terminal.run(`berth images pull ${pulled}`);
     assert.equal(pull.code, 0, pull.output);
-    assert.match(pull.output, new RegExp(`^pulling ${pulled} \\[={30}\\] \\d+s$`, 'm'), 'the bar is full once the image is there');
+    assert.match(pull.output, /^Copying blob sha256:[0-9a-f]{64}$/m, 'Podman\'s lines are shown above the bar');
+    assert.match(pull.output, new RegExp(`^pulling ${pulled} \\[={30}\\] (\\d+)/\\1 blobs? copied \\d+s$`, 'm'), 'the bar is full and every blob counted once the image is there');
     assert.match(pull.output, new RegExp(`^pulled:\\s+${pulled}$`, 'm'));
+
+    // Not on a terminal: the lines alone, no bar, then --output json's answer; the code is berth's.
+    const piped = await terminal.run(`berth images pull ${pulled} --output json 2>&1 | cat; test \${PIPESTATUS[0]} = 0`);
+    assert.equal(piped.code, 0, piped.output);
+    assert.match(piped.output, /^Copying blob sha256:[0-9a-f]{64}$/m);
+    assert.doesNotMatch(piped.output, /^pulling /m);
+    const answer = JSON.parse(piped.output.slice(piped.output.indexOf('{'), piped.output.lastIndexOf('}') + 1)) as { success: boolean; image: string; image_id: string };
+    assert.deepEqual([answer.success, answer.image], [true, pulled]);
+    assert.match(answer.image_id, /^[0-9a-f]{64}$/);
 
     const shown = await terminal.run(`berth images show ${pulled}`);
     assert.equal(shown.code, 0, shown.output);

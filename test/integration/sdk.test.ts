@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 import { createServer, connect, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Berth, BerthError, MemoryTokenStore, type AgentEvent, type Tokens } from '../../packages/client/src/index.js';
+import { Berth, BerthError, MemoryTokenStore, type AgentEvent, type PullProgress, type Tokens } from '../../packages/client/src/index.js';
 import { PACKAGE_DIR, REGENERATE_COMMAND, SNAPSHOT_PATH, TYPES_PATH, snapshotText, typesText } from '../../packages/client/scripts/openapi-types.js';
 import { metric, startTestBerth, type TestBerth } from '../support/berth.js';
 import { podman, startTestRegistry, type TestRegistry } from '../support/registry.js';
@@ -345,19 +345,33 @@ describe('the SDK against a Berth with authentication', () => {
       await assert.rejects(berth.images.get('localhost/no-such-image:1'), { name: 'BerthError', status: 404, error: 'image "localhost/no-such-image:1" not found' });
     });
 
-    it('search() finds an image in a registry; pull() reports its progress and answers the image', async () => {
+    it('search() finds an image in a registry; pull() reports Podman\'s progress and answers the image', async () => {
       const { results } = await berth.images.search(`${registry.host}/allowed`);
       const reference = `${registry.host}/allowed/sdk-musl`;
       assert.ok(results.some((r) => r.name === reference), JSON.stringify(results));
 
-      const phases: string[] = [];
+      const progress: PullProgress[] = [];
       pulled.push(`${reference}:1`);
-      const result = await berth.images.pull(`${reference}:1`, { onProgress: (p) => phases.push(p.phase) });
+      const result = await berth.images.pull(`${reference}:1`, { onProgress: (p) => progress.push(p) });
       assert.equal(result.success, true);
       assert.equal(result.image, `${reference}:1`);
-      assert.equal(phases[0], 'started');
-      assert.equal(phases.at(-1), 'done');
+      assert.deepEqual([progress[0]?.phase, progress.at(-1)?.phase], ['started', 'done']);
+      assert.deepEqual(progress.at(-1), { phase: 'done', image: `${reference}:1`, elapsed_ms: progress.at(-1)!.elapsed_ms, result });
+      const copying = progress.find((p) => p.phase === 'progress' && /^Copying blob sha256:[0-9a-f]{64}$/.test(p.message));
+      assert.ok(copying?.phase === 'progress' && copying.blobs_started >= 1, JSON.stringify(progress));
       assert.equal((await berth.images.get(`${reference}:1`)).id, result.image_id);
+      // Without onProgress the JSON answer: the same image.
+      assert.deepEqual(await berth.images.pull(`${reference}:1`), result);
+    });
+
+    it('pull() of an image the registry does not have rejects with the same BerthError with or without onProgress', async () => {
+      const image = `${registry.host}/allowed/sdk-nothing:1`;
+      const plain = await berth.images.pull(image).then(() => assert.fail('pulled'), (error: unknown) => error as BerthError);
+      assert.equal(plain.status, 404);
+      const phases: string[] = [];
+      await assert.rejects(berth.images.pull(image, { onProgress: (p) => phases.push(p.phase) }), { name: 'BerthError', status: 404, error: plain.error });
+      assert.equal(phases[0], 'started');
+      assert.ok(!phases.includes('done'));
     });
   });
 

@@ -181,3 +181,33 @@ test('pull maps "no such image" to 404 and other registry failures to 502', asyn
   const broken = fakeRuntime([], { pull: () => Promise.reject(new RegistryError('x509: certificate signed by unknown authority', false)) });
   await assert.rejects(catalog(broken.runtime).pull({ image: 'python:3' }), (e: BerthError) => e.status === 502 && e.code === 'BERTH_ERR_IMAGE_PULL_FAILED');
 });
+
+test('a pull reports the runtime\'s progress in the answer\'s field names and passes its signal on', async () => {
+  const { runtime, pulls } = fakeRuntime([], {
+    pull: async (_reference, options) => {
+      options.onProgress?.({ message: 'Copying blob sha256:aaa', blobsStarted: 1 });
+      options.onProgress?.({ message: 'Copying config sha256:ccc', blobsStarted: 1, blobsDone: 1 });
+      return { id: 'f'.repeat(64) };
+    },
+  });
+  const progress: unknown[] = [];
+  const signal = new AbortController().signal;
+  await catalog(runtime).pull({ image: 'localhost/berth-agent:1' }, { signal, onProgress: (step) => progress.push(step) });
+  assert.deepEqual(progress, [
+    { message: 'Copying blob sha256:aaa', blobs_started: 1 },
+    { message: 'Copying config sha256:ccc', blobs_started: 1, blobs_done: 1 },
+  ]);
+  assert.equal(pulls[0]!.options.signal, signal);
+});
+
+test('preparePull throws its refusals at once, and a prepared pull whose signal is aborted never reaches the runtime', async () => {
+  const { runtime, pulls } = fakeRuntime([]);
+  const images = catalog(runtime, { allowedPatterns: ['python:*'] });
+  assert.throws(() => images.preparePull({ image: 'node:20' }), (e: BerthError) => e.code === 'BERTH_ERR_IMAGE_NOT_ALLOWED');
+  const prepared = images.preparePull({ image: 'python:3' });
+  assert.equal(prepared.reference, 'docker.io/library/python:3');
+  const controller = new AbortController();
+  controller.abort();
+  await assert.rejects(prepared.run({ signal: controller.signal }), { name: 'AbortError' });
+  assert.equal(pulls.length, 0);
+});

@@ -5,7 +5,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { errors } from '../../src/errors.js';
-import { checkEventName, formatFrame, streamEvents, type SseChannel } from '../../src/http/sse.js';
+import { acceptsEventStream, checkEventName, formatFrame, streamEvents, type SseChannel } from '../../src/http/sse.js';
 
 let app: FastifyInstance;
 let base: string;
@@ -95,6 +95,37 @@ describe('SSE helper', () => {
     assert.equal(lastChannel?.signal.aborted, true);
     await delay(20);
     assert.equal(subscribers, 0);
+  });
+
+  it('gives a custom error frame the status the error would have had as a JSON answer', async () => {
+    const fastify = (await import('fastify')).default;
+    const app = fastify();
+    const errorFrame = (error: string, status: number) => ({ type: 'error', error, status });
+    app.get('/not-found', async (_request, reply) => {
+      await streamEvents(reply, { heartbeatMs: 60_000, maxBufferedBytes: 1024, errorFrame }, async () => {
+        throw errors.notFound('image "x"');
+      });
+    });
+    app.get('/unexpected', async (_request, reply) => {
+      await streamEvents(reply, { heartbeatMs: 60_000, maxBufferedBytes: 1024, errorFrame }, async () => {
+        throw new Error('secret internal detail');
+      });
+    });
+    try {
+      assert.equal((await app.inject({ url: '/not-found' })).body, 'data: {"type":"error","error":"image \\"x\\" not found","status":404}\n\n');
+      assert.equal((await app.inject({ url: '/unexpected' })).body, 'data: {"type":"error","error":"internal error; see the service log for details","status":500}\n\n');
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('streams only for an Accept header that names text/event-stream without q=0', () => {
+    assert.equal(acceptsEventStream('text/event-stream'), true);
+    assert.equal(acceptsEventStream('application/json, Text/Event-Stream;q=0.5'), true);
+    assert.equal(acceptsEventStream('text/event-stream;q=0'), false);
+    assert.equal(acceptsEventStream('application/json'), false);
+    assert.equal(acceptsEventStream('*/*'), false);
+    assert.equal(acceptsEventStream(undefined), false);
   });
 
   it('refuses event names with CR or LF', () => {

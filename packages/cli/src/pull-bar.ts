@@ -1,38 +1,64 @@
-// The progress bar of `berth images pull` (cli-progress, on stderr, drawn only on a terminal). Berth
-// answers a pull once the image is there and reports nothing in between, so the bar cannot show a
-// fraction: it pulses while the pull runs, shows the time spent, and fills when the image has arrived.
-import { SingleBar, type Options } from 'cli-progress';
+// The progress of `berth images pull` on stderr. On a terminal: Podman's lines ("Copying blob sha256:…")
+// printed above a cli-progress bar with a count of blobs. Podman says when a blob's copy starts but not
+// when it ends, nor how many there will be, so the bar cannot show a fraction while blobs are copied: it
+// pulses, the count says how many blobs have started, and both fill once every blob is copied. Elsewhere
+// (a pipe, a log) the lines alone, one each, with nothing redrawn.
+import { MultiBar, type Options, type SingleBar } from 'cli-progress';
+import type { PullProgress } from '@berth/client';
 
 const WIDTH = 30;
 const PULSE = 6;
 
-export class PullBar {
-  private readonly bar: SingleBar;
-  private readonly started = Date.now();
+type Step = Extract<PullProgress, { phase: 'progress' }>;
 
-  constructor(image: string) {
+export class PullBar {
+  private readonly started = Date.now();
+  private readonly bars: MultiBar | undefined;
+  private readonly bar: SingleBar | undefined;
+  private copied = false;
+
+  constructor(
+    image: string,
+    private readonly stream: NodeJS.WriteStream = process.stderr,
+  ) {
+    if (!stream.isTTY) return;
     const options: Options = {
-      format: `pulling ${image} [{bar}] {duration_formatted}`,
+      format: `pulling ${image} [{bar}] {blobs} {duration_formatted}`,
       barsize: WIDTH,
-      formatBar: (progress) => (progress >= 1 ? '='.repeat(WIDTH) : this.pulse()),
+      formatBar: (progress) => (progress >= 1 || this.copied ? '='.repeat(WIDTH) : this.pulse()),
       hideCursor: true,
       clearOnComplete: false,
-      stream: process.stderr,
+      stream,
     };
-    this.bar = new SingleBar(options);
-    this.bar.start(1, 0);
+    this.bars = new MultiBar(options);
+    this.bar = this.bars.create(1, 0, { blobs: blobCount(0) });
+  }
+
+  /** One line of the pull's progress: printed (above the bar on a terminal), and the count updated. */
+  progress(step: Step): void {
+    if (!this.bars) {
+      this.stream.write(`${step.message}\n`);
+      return;
+    }
+    this.bars.log(`${step.message}\n`);
+    this.copied = step.blobs_done !== undefined;
+    this.bar!.update(0, { blobs: blobCount(step.blobs_started, step.blobs_done) });
   }
 
   /** Fills the bar and leaves it on screen. */
   done(): void {
-    this.bar.update(1);
-    this.bar.stop();
+    if (!this.bars) return;
+    this.bar!.update(1);
+    this.bars.update(); // prints the lines logged since the last redraw: stop() does not
+    this.bars.stop();
   }
 
-  /** Removes the bar (a failed or cancelled pull). */
+  /** Removes the bar (a failed or cancelled pull); the lines printed stay. */
   abandon(): void {
-    this.bar.stop();
-    if (process.stderr.isTTY) process.stderr.write('\x1b[1A\r\x1b[2K');
+    if (!this.bars) return;
+    this.bars.update();
+    this.bars.stop();
+    this.stream.write('\x1b[1A\r\x1b[2K');
   }
 
   /** A block going back and forth, so a pull that takes long still shows that it is alive. */
@@ -42,4 +68,11 @@ export class PullBar {
     const at = step <= span ? step : 2 * span - step;
     return ' '.repeat(at) + '='.repeat(PULSE) + ' '.repeat(span - at);
   }
+}
+
+/** "0 blobs", "3 blobs started", "3/3 blobs copied". */
+export function blobCount(started: number, done?: number): string {
+  if (done !== undefined) return `${done}/${started} ${started === 1 ? 'blob' : 'blobs'} copied`;
+  if (started === 0) return '0 blobs';
+  return `${started} ${started === 1 ? 'blob' : 'blobs'} started`;
 }

@@ -113,13 +113,24 @@ export interface PullRequest extends Body<'/images/pull', 'post'> {}
 /** The answer of POST /images/pull. */
 export interface PullResult extends Answer<'/images/pull', 'post'> {}
 
+/** One frame of POST /images/pull streamed as Server-Sent Events (`Accept: text/event-stream`). */
+export type PullStreamFrame =
+  /** One line of Podman's report. `blobs_done` is present once every blob (layer) has been copied. */
+  | { type: 'progress'; message: string; blobs_started: number; blobs_done?: number }
+  /** The image is there: the fields of the JSON answer. */
+  | ({ type: 'done' } & PullResult)
+  /** The pull failed: the text and HTTP status the JSON answer would have had. */
+  | { type: 'error'; error: string; status?: number };
+
 /**
- * How a pull is going. Berth answers a pull once the image is present, so between `started` and
- * `done` the SDK can only report the time spent (`waiting`, about every half second).
+ * How a pull is going: `started` when it is sent, then `progress` for each line Berth reports ("Copying
+ * blob sha256:…"), then `done` with the answer. Podman says when a blob's copy starts, not when it ends, nor
+ * how many there are: `blobs_started` counts the blobs begun so far, and `blobs_done` appears once every
+ * blob is copied.
  */
 export type PullProgress =
   | { phase: 'started'; image: string; elapsed_ms: 0 }
-  | { phase: 'waiting'; image: string; elapsed_ms: number }
+  | { phase: 'progress'; image: string; elapsed_ms: number; message: string; blobs_started: number; blobs_done?: number }
   | { phase: 'done'; image: string; elapsed_ms: number; result: PullResult };
 
 // Authentication

@@ -5,7 +5,7 @@ import { RegistryError, type ContainerRuntime, type ImageSummary } from '../../r
 import { formatImageReference, normaliseImageReference, parseImageReference } from '../validation/images.js';
 import { OFFICIAL_LABEL, rankImage, type CompatibilityRank } from './compatibility.js';
 import type { ImageProbe } from './image-probe.js';
-import { checkSearchTerm, isAllowedImage, planPull, searchRegistry, type ImageCatalogPolicy } from './image-requests.js';
+import { checkSearchTerm, isAllowedImage, planPull, searchRegistry, type ImageCatalogPolicy, type PullPlan } from './image-requests.js';
 
 export interface ImageRecord {
   readonly repository: string;
@@ -36,6 +36,29 @@ export interface PullResult {
   readonly success: true;
   readonly image_id: string;
   readonly image: string;
+}
+
+/** One step of a pull, as the runtime reports it, with the blobs counted so far. */
+export interface PullProgressUpdate {
+  /** The runtime's own words, e.g. "Copying blob sha256:…". */
+  readonly message: string;
+  /** Blobs (layers) whose copy has started. */
+  readonly blobs_started: number;
+  /** Blobs copied: present once every layer is copied (the runtime does not report each one's end). */
+  readonly blobs_done?: number;
+}
+
+export interface PullWatch {
+  readonly onProgress?: (progress: PullProgressUpdate) => void;
+  /** Stops the pull (the caller went away); the pull then rejects with the signal's reason. */
+  readonly signal?: AbortSignal;
+}
+
+/** A pull that was checked and is ready to start: its refusals have been thrown already. */
+export interface PreparedPull {
+  /** The fully qualified reference that will be pulled. */
+  readonly reference: string;
+  run(watch?: PullWatch): Promise<PullResult>;
 }
 
 export const SEARCH_LIMIT_DEFAULT = 25;
@@ -114,13 +137,35 @@ export class ImageCatalog {
     }
   }
 
-  async pull(request: PullRequest): Promise<PullResult> {
+  async pull(request: PullRequest, watch: PullWatch = {}): Promise<PullResult> {
+    return this.preparePull(request).run(watch);
+  }
+
+  /** Checks a pull request (an invalid, disallowed or badly platformed one is a 400, thrown here) before any work. */
+  preparePull(request: PullRequest): PreparedPull {
     const plan = planPull(request.image, request.platform, this.options.policy);
+    return { reference: plan.reference, run: (watch = {}) => this.runPull(plan, request.quiet ?? false, watch) };
+  }
+
+  private async runPull(plan: PullPlan, quiet: boolean, watch: PullWatch): Promise<PullResult> {
+    const { onProgress, signal } = watch;
+    signal?.throwIfAborted();
     try {
       const pulled = await this.options.runtime.pullImage(plan.reference, {
         tlsVerify: plan.tlsVerify,
-        quiet: request.quiet ?? false,
+        quiet,
         ...(plan.platform ? { platform: plan.platform } : {}),
+        ...(signal ? { signal } : {}),
+        ...(onProgress
+          ? {
+              onProgress: (progress) =>
+                onProgress({
+                  message: progress.message,
+                  blobs_started: progress.blobsStarted,
+                  ...(progress.blobsDone !== undefined ? { blobs_done: progress.blobsDone } : {}),
+                }),
+            }
+          : {}),
       });
       return { success: true, image_id: pulled.id, image: plan.reference };
     } catch (error) {

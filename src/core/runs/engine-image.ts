@@ -33,7 +33,7 @@ export async function prepareEngineImage(runtime: ContainerRuntime, settings: En
       await runtime.pullImage(image, {
         tlsVerify: registry === undefined || !settings.insecureRegistries.includes(registry),
         quiet: false,
-        onProgress: (line) => log.info({ image, progress: line }, 'pulling the engine image'),
+        onProgress: (progress) => log.info({ image, progress: progress.message }, 'pulling the engine image'),
       });
     } catch (error) {
       throw new Error(`the engine image ${image} could not be pulled (SERVICE_AGENT_AUTO_PULL_CLI=true): ${(error as Error).message}`, { cause: error });

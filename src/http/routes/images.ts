@@ -1,4 +1,5 @@
-// GET /images, GET /images/search, GET /images/:name (also /images/<name with slashes>), POST /images/pull.
+// GET /images, GET /images/search, GET /images/:name (also /images/<name with slashes>), POST /images/pull
+// (a JSON answer once the image is there, or its progress as Server-Sent Events when the client asks for them).
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { ImageCatalog } from '../../core/images/image-catalog.js';
@@ -7,6 +8,7 @@ import { SEARCH_TERM_MAX_LENGTH } from '../../core/images/image-requests.js';
 import { IMAGE_REFERENCE_MAX_LENGTH } from '../../core/validation/images.js';
 import { errors } from '../../errors.js';
 import { errorResponses, withExample } from '../schemas.js';
+import { acceptsEventStream, streamEvents, type SseOptions } from '../sse.js';
 
 const EXAMPLE_IMAGE = {
   repository: 'localhost/berth-agent',
@@ -55,7 +57,7 @@ const WildcardParamsSchema = Type.Object({ '*': Type.String() });
 const PullBodySchema = Type.Object(
   {
     image: Type.String({ minLength: 1, maxLength: IMAGE_REFERENCE_MAX_LENGTH, description: 'Reference to pull; must match SERVICE_AGENT_ALLOWED_IMAGE_PATTERNS' }),
-    quiet: Type.Optional(Type.Boolean({ description: 'Suppress Podman\'s progress output (the response is the same)' })),
+    quiet: Type.Optional(Type.Boolean({ description: 'Suppress Podman\'s progress output: the JSON answer is the same, a streamed pull has no progress frames' })),
     platform: Type.Optional(Type.String({ maxLength: 64, description: 'os/arch[/variant], e.g. linux/amd64; default the host\'s' })),
   },
   { additionalProperties: false },
@@ -67,7 +69,31 @@ const PullResponseSchema = Type.Object({
   image: Type.String({ description: 'The fully qualified reference that was pulled' }),
 });
 
-export function registerImageRoutes(app: FastifyInstance, deps: { images: ImageCatalog }): void {
+const PullHeadersSchema = Type.Object({
+  accept: Type.Optional(
+    Type.String({ description: '`text/event-stream` for the pull\'s progress as Server-Sent Events; otherwise the JSON answer once the image is there' }),
+  ),
+});
+
+const PULL_DESCRIPTION = [
+  'By default Berth answers once Podman has the image.',
+  'With `Accept: text/event-stream` it answers at once with Server-Sent Events instead: refusals (400 invalid or not allowed, 401, 429, 503 with SERVICE_SSE_MAX_STREAMS streams open) are still ordinary JSON errors, sent before the stream opens; then frames are `data: <JSON>` lines:',
+  '{"type":"progress","message":"Copying blob sha256:...","blobs_started":1} for each line Podman reports (`blobs_started`: layers whose copy has started; `blobs_done`: layers copied, present once every layer is, since Podman reports neither a layer\'s end nor how many there are);',
+  '{"type":"done","success":true,"image_id":"...","image":"..."} with the fields of the JSON answer when the image is there;',
+  '{"type":"error","error":"...","status":502} when the pull failed, with the text and status the JSON answer would have had (404 for an image the registry does not have, 502 for a registry failure, 503 when Podman cannot be reached).',
+  'Comment lines `: ping` are heartbeats. `quiet` suppresses the progress frames.',
+  'A client that disconnects stops the pull: Berth closes its request to Podman, which cancels the pull.',
+].join(' ');
+
+export interface ImageRouteDependencies {
+  readonly images: ImageCatalog;
+  /** Heartbeats, the per-client buffer limit and the server-wide stream limit (http/sse.ts), for streamed pulls. */
+  readonly sse: SseOptions;
+}
+
+export function registerImageRoutes(app: FastifyInstance, deps: ImageRouteDependencies): void {
+  const pullStream: SseOptions = { ...deps.sse, errorFrame: (error, status) => ({ type: 'error', error, status }) };
+
   app.get(
     '/images',
     {
@@ -98,12 +124,14 @@ export function registerImageRoutes(app: FastifyInstance, deps: { images: ImageC
     async (request) => ({ results: await deps.images.search(request.query.q, request.query.limit) }),
   );
 
-  app.post<{ Body: Static<typeof PullBodySchema> }>(
+  app.post<{ Body: Static<typeof PullBodySchema>; Headers: Static<typeof PullHeadersSchema> }>(
     '/images/pull',
     {
       schema: {
         tags: ['images'],
         summary: 'Pull an image from its registry (allowlisted references only)',
+        description: PULL_DESCRIPTION,
+        headers: PullHeadersSchema,
         body: withExample(PullBodySchema, { image: 'docker.io/library/python:3.12-slim' }),
         response: {
           200: withExample(PullResponseSchema, { success: true, image_id: '8f3b1c2d4e5f', image: 'docker.io/library/python:3.12-slim' }),
@@ -114,12 +142,26 @@ export function registerImageRoutes(app: FastifyInstance, deps: { images: ImageC
             errors.imageNotInRegistry('<image>', '<registry>'),
             429,
             errors.imagePullFailed('<image>', '<reason>'),
-            503,
+            errors.runtimeUnavailable('<reason>'),
+            errors.blacklistUnavailable('<reason>'),
+            errors.streamsAtCapacity('<limit>'),
           ),
         },
       },
     },
-    async (request) => deps.images.pull(request.body),
+    async (request, reply) => {
+      const pull = deps.images.preparePull(request.body);
+      if (!acceptsEventStream(request.headers.accept)) return pull.run();
+      await streamEvents(reply, pullStream, async (events) => {
+        const pulled = await pull
+          .run({ signal: events.signal, onProgress: (progress) => events.send({ type: 'progress', ...progress }) })
+          .catch((error: unknown) => {
+            if (events.signal.aborted) return undefined; // the client left; the pull was stopped with it
+            throw error;
+          });
+        if (pulled) events.send({ type: 'done', ...pulled });
+      });
+    },
   );
 
   const oneImage = {

@@ -256,11 +256,14 @@ export class PodmanRuntime implements ContainerRuntime {
           Arch: options.platform?.arch,
           Variant: options.platform?.variant,
         },
+        signal: options.signal,
       });
+      // Closing the request stops the pull in Podman too: it pulls under the request's context.
+      return await readPullStream(response.body as AsyncIterable<Buffer>, options.onProgress);
     } catch (error) {
+      if (options.signal?.aborted) throw options.signal.reason;
       throw this.registryError(error);
     }
-    return readPullStream(response.body as AsyncIterable<Buffer>, options.onProgress);
   }
 
   async searchImages(term: string, options: { readonly limit: number; readonly tlsVerify: boolean }): Promise<RegistrySearchResult[]> {

@@ -1,6 +1,7 @@
 // Podman's pull endpoint answers 200 at once and then streams JSON lines: progress (`stream`), at most
 // one `error`, and on success a last line with the image `id`. This reads that stream to its end.
-import { RegistryError } from '../container-runtime.js';
+import { RegistryError, type PullProgress } from '../container-runtime.js';
+import { PullProgressCounter } from './pull-progress.js';
 
 interface PullLine {
   stream?: string;
@@ -16,7 +17,8 @@ export function isRegistryNotFound(message: string): boolean {
   return NOT_FOUND.test(message);
 }
 
-export async function readPullStream(body: AsyncIterable<Buffer | string>, onProgress?: (line: string) => void): Promise<{ id: string }> {
+export async function readPullStream(body: AsyncIterable<Buffer | string>, onProgress?: (progress: PullProgress) => void): Promise<{ id: string }> {
+  const counter = new PullProgressCounter();
   let buffered = '';
   let id: string | undefined;
   let error: string | undefined;
@@ -30,7 +32,9 @@ export async function readPullStream(body: AsyncIterable<Buffer | string>, onPro
     }
     if (line.error) error = line.error;
     if (line.id) id = line.id;
-    if (line.stream) onProgress?.(line.stream.trimEnd());
+    for (const step of (line.stream ?? '').split('\n')) {
+      if (step.trim() !== '') onProgress?.(counter.next(step));
+    }
   };
   for await (const chunk of body) {
     buffered += typeof chunk === 'string' ? chunk : chunk.toString('utf8');

@@ -63,7 +63,7 @@ export function imagesCommand(contextOf: ContextOf): Command {
 
   images
     .command('pull')
-    .description('pull an image the server allows, with a progress bar')
+    .description("pull an image the server allows, showing Podman's progress and a count of blobs")
     .argument('<image>', 'reference, e.g. docker.io/library/python:3.12-slim')
     .option('--platform <os/arch>', "platform to pull, e.g. linux/arm64 (default the server's)")
     .action(async (image: string, options: { platform?: string }, command: Command) => {
@@ -72,7 +72,13 @@ export function imagesCommand(contextOf: ContextOf): Command {
       const bar = new PullBar(image);
       let pulled;
       try {
-        pulled = await berth.images.pull(image, { signal: interrupt.signal, ...(options.platform ? { platform: options.platform } : {}) });
+        pulled = await berth.images.pull(image, {
+          signal: interrupt.signal,
+          onProgress: (progress) => {
+            if (progress.phase === 'progress') bar.progress(progress);
+          },
+          ...(options.platform ? { platform: options.platform } : {}),
+        });
         bar.done();
       } catch (error) {
         bar.abandon();

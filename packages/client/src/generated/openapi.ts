@@ -2756,11 +2756,17 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Pull an image from its registry (allowlisted references only) */
+        /**
+         * Pull an image from its registry (allowlisted references only)
+         * @description By default Berth answers once Podman has the image. With `Accept: text/event-stream` it answers at once with Server-Sent Events instead: refusals (400 invalid or not allowed, 401, 429, 503 with SERVICE_SSE_MAX_STREAMS streams open) are still ordinary JSON errors, sent before the stream opens; then frames are `data: <JSON>` lines: {"type":"progress","message":"Copying blob sha256:...","blobs_started":1} for each line Podman reports (`blobs_started`: layers whose copy has started; `blobs_done`: layers copied, present once every layer is, since Podman reports neither a layer's end nor how many there are); {"type":"done","success":true,"image_id":"...","image":"..."} with the fields of the JSON answer when the image is there; {"type":"error","error":"...","status":502} when the pull failed, with the text and status the JSON answer would have had (404 for an image the registry does not have, 502 for a registry failure, 503 when Podman cannot be reached). Comment lines `: ping` are heartbeats. `quiet` suppresses the progress frames. A client that disconnects stops the pull: Berth closes its request to Podman, which cancels the pull.
+         */
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description `text/event-stream` for the pull's progress as Server-Sent Events; otherwise the JSON answer once the image is there */
+                    accept?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -2774,7 +2780,7 @@ export interface paths {
                     "application/json": {
                         /** @description Reference to pull; must match SERVICE_AGENT_ALLOWED_IMAGE_PATTERNS */
                         image: string;
-                        /** @description Suppress Podman's progress output (the response is the same) */
+                        /** @description Suppress Podman's progress output: the JSON answer is the same, a streamed pull has no progress frames */
                         quiet?: boolean;
                         /** @description os/arch[/variant], e.g. linux/amd64; default the host's */
                         platform?: string;
@@ -2850,7 +2856,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error: a message saying what was wrong, and status "error". */
+                /** @description Messages: `container runtime unavailable: <reason>`; `token blacklist unavailable: <reason>`; `server at capacity: <limit> event streams are open (SERVICE_SSE_MAX_STREAMS); retry later`. */
                 503: {
                     headers: {
                         [name: string]: unknown;
