@@ -238,6 +238,7 @@ try {
       await timed(() => pooledBatch(perRound, concurrency), level.pooled);
       level.hits += (await counter(pooled.metricsUrl, 'berth_pool_hits_total{pool="run"}')) - hitsBefore;
       level.runs += perRound;
+      for (const failure of [...level.raw.failures, ...level.berth.failures, ...level.pooled.failures].slice(-3)) process.stderr.write(`  failure: ${failure}\n`);
       process.stderr.write(`  concurrency ${concurrency}, round ${round + 1}/${rounds}: ${level.runs} runs each\n`);
     }
     results.push(level);
