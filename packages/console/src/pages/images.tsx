@@ -6,6 +6,7 @@ import { formatBytes } from '../format.js';
 import { useResource } from '../hooks/use-resource.js';
 import { imageReference, rankText } from '../images.js';
 import { Link } from '../router.js';
+import { RefreshButton } from '../components/refresh-button.js';
 
 export function ImagesPage() {
   const berth = useBerth();
@@ -15,9 +16,7 @@ export function ImagesPage() {
     <Page
       title="Images"
       actions={
-        <button type="button" onClick={images.reload} disabled={images.loading}>
-          Refresh
-        </button>
+        <RefreshButton resource={images} />
       }
     >
       <ErrorMessage error={images.error} context="Images could not be read" />

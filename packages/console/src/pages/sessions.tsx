@@ -6,6 +6,7 @@ import { Page } from '../components/page.js';
 import { Pager } from '../components/pager.js';
 import { useResource } from '../hooks/use-resource.js';
 import { Link } from '../router.js';
+import { RefreshButton } from '../components/refresh-button.js';
 
 const PAGE_SIZE = 20;
 
@@ -21,9 +22,7 @@ export function SessionsPage() {
     <Page
       title="Sessions"
       actions={
-        <button type="button" onClick={sessions.reload} disabled={sessions.loading}>
-          Refresh
-        </button>
+        <RefreshButton resource={sessions} />
       }
     >
       <ErrorMessage error={sessions.error} context="Sessions could not be read" />
