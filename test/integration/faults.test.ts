@@ -294,7 +294,7 @@ describe('fault injection: every fault × every mode, nothing lost, nothing left
       }
       assert.deepEqual(svc.containers(), [], `no container of the instance is left; the service's last words:\n${svc.output().slice(-6_000)}`);
       assert.equal(processesOf(svc.dir), '', 'no process of the instance is left');
-      assert.deepEqual(outcomes, fault.expect, `the outcome of every mode under: ${fault.name}`);
+      assert.deepEqual(outcomes, fault.expect, `the outcome of every mode under: ${fault.name}; the service's last words:\n${svc.output().slice(-12_000)}`);
     });
   }
 
