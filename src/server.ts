@@ -31,7 +31,7 @@ import { stopWork } from './core/shutdown.js';
 import { SqliteAgentStore } from './store/agents/sqlite-agent-store.js';
 import { validateRunRequest } from './core/validation/validate-run.js';
 import { registerSessionRoutes } from './http/routes/sessions.js';
-import { EngineAccess } from './core/engine-access.js';
+import { EngineAccess, offlineModelHost } from './core/engine-access.js';
 import { ImageCheck } from './core/runs/image-check.js';
 import { RunExecutor } from './core/runs/run-executor.js';
 import { RunService } from './core/runs/run-service.js';
@@ -133,6 +133,8 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     });
     await sessions.init(liveRuns);
 
+    const rootful = process.getuid?.() === 0;
+    const agentNetworkGateway = (await runtime.networkGateways(config.agent.network))[0];
     const engineAccess = new EngineAccess(
       config,
       runtime,
@@ -144,6 +146,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
           allowedClients: await agentNetworkClients(runtime, config.agent.network),
         }),
       config.instanceName,
+      offlineModelHost(rootful, agentNetworkGateway),
     );
     cleanups.push(() => engineAccess.close());
     const access = await engineAccess.init();
@@ -188,10 +191,10 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       instanceId: config.instanceName,
       pidsLimit: config.agent.pidsLimit,
       network: config.agent.network,
-      agentNetworkGateway: (await runtime.networkGateways(config.agent.network))[0],
+      agentNetworkGateway,
       // Rootful Podman maps container ids into SERVICE_AGENT_USERNS_BASE…; rootless Podman already does.
       userNamespace:
-        process.getuid?.() === 0
+        rootful
           ? { kind: 'mapped' as const, hostBase: config.agent.usernsBase, size: USERNS_SIZE }
           : { kind: 'rootless' as const },
       workdirAutoCreate: config.agent.workdirAutoCreate,

@@ -33,7 +33,6 @@ export interface OfflineModelHandle {
 export type StartOfflineModel = (apiKey: string) => Promise<OfflineModelHandle>;
 
 const DEFAULT_BASE_URL = 'https://api.anthropic.com';
-/** Containers reach the host under this name on Podman's default network. */
 /** How a container names the host (Podman's /etc/hosts entry). */
 export const HOST_FROM_CONTAINER = 'host.containers.internal';
 
@@ -47,6 +46,11 @@ export class EngineAccess {
     private readonly runtime: ContainerRuntime,
     private readonly startOfflineModel: StartOfflineModel,
     private readonly instanceName: string,
+    /**
+     * Where engine containers reach the offline model: the agent network's gateway address when Berth
+     * knows it, else HOST_FROM_CONTAINER (offlineModelHost()).
+     */
+    private readonly offlineModelHost: string = HOST_FROM_CONTAINER,
   ) {
     this.state = this.notConfigured('not initialised');
   }
@@ -79,7 +83,7 @@ export class EngineAccess {
       this.ownedSecret = `${prefix}${randomBytes(4).toString('hex')}`;
       await this.runtime.createSecret(this.ownedSecret, key);
       this.state = {
-        mode: 'offline-model', baseUrl: `http://${HOST_FROM_CONTAINER}:${this.offlineModel.port}`, secretName: this.ownedSecret,
+        mode: 'offline-model', baseUrl: `http://${this.offlineModelHost}:${this.offlineModel.port}`, secretName: this.ownedSecret,
         variable: 'ANTHROPIC_API_KEY', offline: true,
         message: 'engine uses the embedded offline model (deterministic, no API key); set SERVICE_ENGINE_CREDENTIALS_FILE or create the Podman secret SERVICE_ENGINE_CREDENTIALS_SECRET for a real model',
       };
@@ -121,4 +125,15 @@ export class EngineAccess {
   private notConfigured(message: string): EngineAccessState {
     return { mode: 'not-configured', baseUrl: '', secretName: '', variable: 'ANTHROPIC_API_KEY', offline: false, message };
   }
+}
+
+/**
+ * The host engine containers reach the offline model at. Rootful, that is the agent network's gateway
+ * address itself: a name would cost a lookup in every container, and the engine's resolver was seen to
+ * fail host.containers.internal now and then under load (ENOTFOUND, seen at concurrency 8),
+ * failing the run. Rootless Podman's bridge lives in its own namespace, so its gateway is not the host:
+ * there (and on a network without a gateway) the name Podman writes into /etc/hosts is used.
+ */
+export function offlineModelHost(rootful: boolean, agentNetworkGateway: string | undefined): string {
+  return rootful && agentNetworkGateway !== undefined ? agentNetworkGateway : HOST_FROM_CONTAINER;
 }

@@ -6,7 +6,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { startOfflineModel, type OfflineModel } from '../../src/offline-model/server.js';
-import { startTestBerth, type TestBerth } from '../support/berth.js';
+import { modelUrlFromContainers, startTestBerth, type TestBerth } from '../support/berth.js';
 
 const run = promisify(execFile);
 const secretValue = `sk-berth-test-${randomBytes(12).toString('hex')}`;
@@ -24,7 +24,7 @@ before(async () => {
   t = await startTestBerth({
     SERVICE_OFFLINE_MODEL: 'false',
     SERVICE_ENGINE_CREDENTIALS_SECRET: secretName,
-    SERVICE_ENGINE_BASE_URL: `http://host.containers.internal:${model.port}`,
+    SERVICE_ENGINE_BASE_URL: await modelUrlFromContainers(model.port),
   });
 });
 

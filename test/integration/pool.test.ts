@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { startOfflineModel, type OfflineModel } from '../../src/offline-model/server.js';
-import { metric, poolReady, startTestBerth, type TestBerth } from '../support/berth.js';
+import { metric, modelUrlFromContainers, poolReady, startTestBerth, type TestBerth } from '../support/berth.js';
 import { INSTANCE_LABEL } from '../../src/runtime/container-runtime.js';
 import { follow, turnEnded, waitForStatus } from '../support/agents.js';
 
@@ -227,7 +227,7 @@ describe('credentials and stopping', () => {
       SERVICE_POOL_SIZE: '2',
       SERVICE_OFFLINE_MODEL: 'false',
       SERVICE_ENGINE_CREDENTIALS_SECRET: name,
-      SERVICE_ENGINE_BASE_URL: `http://host.containers.internal:${model.port}`,
+      SERVICE_ENGINE_BASE_URL: await modelUrlFromContainers(model.port),
     });
     try {
       await poolReady(t, 2);

@@ -48,6 +48,17 @@ export async function removeStacksOf(instance: string): Promise<void> {
   if (networks.length > 0) await exec('podman', ['network', 'rm', '--force', ...networks]);
 }
 
+/**
+ * SERVICE_ENGINE_BASE_URL for a model listening on the host at `port`, as engine containers on Podman's
+ * default network reach it: by the network's gateway address (as Berth itself does for its offline model),
+ * not by a name the engine would have to look up.
+ */
+export async function modelUrlFromContainers(port: number): Promise<string> {
+  const gateway = (await exec('podman', ['network', 'inspect', 'podman', '--format', '{{range .Subnets}}{{.Gateway}} {{end}}'])).stdout.trim().split(' ')[0];
+  if (!gateway) throw new Error('podman network "podman" has no gateway');
+  return `http://${gateway}:${port}`;
+}
+
 /** The configuration of a test Berth: no auth or rate limit, ephemeral ports, state under `dir`. */
 export function testEnvironment(dir: string, instance: string, port = 0): Record<string, string> {
   return {

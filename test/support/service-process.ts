@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { startOfflineModel, type OfflineModel } from '../../src/offline-model/server.js';
-import { testEnvironment } from './berth.js';
+import { modelUrlFromContainers, testEnvironment } from './berth.js';
 import { waitFor } from './wait.js';
 
 async function freePort(): Promise<number> {
@@ -43,6 +43,7 @@ export async function serviceProcess(baseEnv: Record<string, string> = {}): Prom
   const modelSecret = `test-svc-model-key-${randomBytes(4).toString('hex')}`;
   const model: OfflineModel = await startOfflineModel({ host: '0.0.0.0', port: 0, apiKey: modelKey });
   execFileSync('sh', ['-c', `printf '%s' "$KEY" | podman secret create ${modelSecret} -`], { env: { ...process.env, KEY: modelKey } });
+  const modelUrl = await modelUrlFromContainers(model.port);
   let child: ChildProcess | undefined;
   let url = '';
   let output = '';
@@ -65,7 +66,7 @@ export async function serviceProcess(baseEnv: Record<string, string> = {}): Prom
           ...testEnvironment(dir, instance, port),
           SERVICE_OFFLINE_MODEL: 'false',
           SERVICE_ENGINE_CREDENTIALS_SECRET: modelSecret,
-          SERVICE_ENGINE_BASE_URL: `http://host.containers.internal:${model.port}`,
+          SERVICE_ENGINE_BASE_URL: modelUrl,
           SERVICE_LOG_LEVEL: 'info',
           ...baseEnv,
           ...env,
