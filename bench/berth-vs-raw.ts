@@ -17,6 +17,7 @@ import { startBerth } from '../src/server.js';
 import { startOfflineModel } from '../src/offline-model/server.js';
 import { INSTANCE_LABEL } from '../src/runtime/container-runtime.js';
 import { percentile, runLoad, type LoadResult } from '../test/support/load.js';
+import { modelUrlFromContainers } from '../test/support/berth.js';
 
 // The raw runs need the same Podman settings as Berth on this kind of host (runc, explicit ulimits).
 process.env.CONTAINERS_CONF ??= join(import.meta.dirname, '..', 'scripts', 'containers.conf');
@@ -39,6 +40,8 @@ const secret = `berth-bench-key-${randomBytes(4).toString('hex')}`;
 const dir = await mkdtemp(join(tmpdir(), 'berth-bench-'));
 const model = await startOfflineModel({ host: '0.0.0.0', port: 0, apiKey: key });
 await exec('sh', ['-c', `printf '%s' "$KEY" | podman secret create ${secret} -`], { env: { ...process.env, KEY: key } });
+// Both sides reach the model at the network's gateway address, as Berth reaches its own offline model.
+const modelUrl = await modelUrlFromContainers(model.port);
 const instance = `bench-${randomBytes(3).toString('hex')}`;
 const berthConfig = (name: string, poolSize: number) =>
   loadConfig({
@@ -52,7 +55,7 @@ const berthConfig = (name: string, poolSize: number) =>
     SERVICE_INSTANCE_NAME: `${instance}-${name}`,
     SERVICE_OFFLINE_MODEL: 'false',
     SERVICE_ENGINE_CREDENTIALS_SECRET: secret,
-    SERVICE_ENGINE_BASE_URL: `http://host.containers.internal:${model.port}`,
+    SERVICE_ENGINE_BASE_URL: modelUrl,
     SERVICE_MAX_CONCURRENT_RUNS: String(Math.max(...levels)),
     SERVICE_MAX_CONTAINERS_PER_CALLER: String(Math.max(32, IDLE_AGENTS + 4)),
     SERVICE_POOL_SIZE: String(poolSize),
@@ -72,7 +75,7 @@ const rawArgs = [
   'run', '--rm', '--network', config.agent.network,
   '--mount', `type=image,source=${config.agent.engineImage},destination=/opt/claude`,
   '--secret', `${secret},type=env,target=ANTHROPIC_API_KEY`,
-  '-e', `ANTHROPIC_BASE_URL=http://host.containers.internal:${model.port}`,
+  '-e', `ANTHROPIC_BASE_URL=${modelUrl}`,
   '-e', 'CLAUDE_CONFIG_DIR=/tmp/engine', '-e', 'CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1', '-e', 'IS_SANDBOX=1',
   '-e', 'CLAUDE_CODE_MAX_RETRIES=0',
   '--memory', '512m', '--memory-swap', '512m', '--cpus', '1', '--pids-limit', String(config.agent.pidsLimit), '--cap-drop', 'ALL',

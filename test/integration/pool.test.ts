@@ -126,6 +126,21 @@ describe('a pooled run is a run', () => {
     assert.deepEqual(await pooled.leftovers(), []);
   });
 
+  it('runs back to back all take pooled engines: a run that finds none ready waits for the one being started', async () => {
+    await poolReady(pooled, 2);
+    const hitsBefore = await metric(pooled, 'berth_pool_hits_total{pool="run"}');
+    const emptyBefore = await metric(pooled, 'berth_pool_misses_total{pool="run",reason="empty"}');
+    // Back to back, a run often comes before the pool has refilled.
+    for (let i = 0; i < 8; i++) {
+      const response = await pooled.request('POST', '/run', { prompt: `say: back to back ${i}` });
+      assert.equal(response.status, 200, JSON.stringify(response.body));
+      assert.equal(response.body.output, `back to back ${i}`);
+    }
+    assert.equal(await metric(pooled, 'berth_pool_misses_total{pool="run",reason="empty"}'), emptyBefore, 'no run found the pool empty');
+    assert.equal(await metric(pooled, 'berth_pool_hits_total{pool="run"}'), hitsBefore + 8);
+    assert.deepEqual(await pooled.leftovers(), []);
+  });
+
   it('a pooled engine that died while waiting is replaced, never handed to a run', async () => {
     await poolReady(pooled, 2);
     const [victim] = pooled.berth.pools.run.readyContainers();
@@ -240,11 +255,18 @@ describe('credentials and stopping', () => {
       await model.close();
       const next: OfflineModel = await startOfflineModel({ host: '0.0.0.0', port: model.port, apiKey: rotated });
       try {
-        const staleBefore = await metric(t, 'berth_pool_misses_total{pool="run",reason="stale"}');
+        const staleNames = await Promise.all(
+          t.berth.pools.run.readyContainers().map(async (id) => (await exec('podman', ['inspect', '--format', '{{.Name}}', id])).stdout.trim()),
+        );
+        assert.equal(staleNames.length, 2);
         const response = await t.request('POST', '/run', { prompt: 'say: after' });
         assert.equal(response.status, 200, JSON.stringify(response.body));
+        // Only an engine with the rotated credential gets an answer from the model.
         assert.equal(response.body.output, 'after');
-        assert.equal(await metric(t, 'berth_pool_misses_total{pool="run",reason="stale"}'), staleBefore + 1, 'the stale pool was drained, not used');
+        assert.ok(!staleNames.includes(`berth-${response.body.id}`), 'the run did not take an engine made before the rotation');
+        for (const name of staleNames) {
+          await assert.rejects(exec('podman', ['container', 'exists', name]), `the stale engine ${name} was removed`);
+        }
         await poolReady(t, 2);
         assert.equal((await t.request('POST', '/run', { prompt: 'say: refilled' })).status, 200);
       } finally {

@@ -1,7 +1,8 @@
 // A pool of pre-started engines: containers created exactly as a run (or a persistent agent) of the default
 // request would be (image, engine mount, credential, limits, network, hardening, labels, a fresh session
 // with a pre-chosen id; a run's engine also the title hook), each with the engine already running and
-// waiting on stdin. A matching run claims one (pool-match.ts), writes its prompt, and is then supervised and
+// waiting on stdin. A matching run claims one (pool-match.ts) — a ready one, else one being started that no
+// other claim waits for — writes its prompt, and is then supervised and
 // removed like any run; a matching agent takes one over as its container. A pooled container is never used
 // twice. The pool refills in the background, only while the server has a free container slot.
 import { randomUUID } from 'node:crypto';
@@ -95,6 +96,11 @@ export class EnginePool {
   private lastStale = false;
   private closed = false;
   private retryTimer: NodeJS.Timeout | undefined;
+  /**
+   * Claims waiting for an engine being started, oldest first; each is promised one of the starts in
+   * progress (never more waiters than starts), and gets undefined when its start fails.
+   */
+  private readonly waiters: ((entry: Entry | undefined) => void)[] = [];
 
   constructor(private readonly deps: PoolDependencies) {}
 
@@ -144,7 +150,7 @@ export class EnginePool {
     const started = performance.now();
     const reason = this.missReason(plan);
     if (reason !== undefined) return this.missed(reason);
-    const entry = await this.takeFresh();
+    const entry = (await this.takeFresh()) ?? (await this.nextStarted());
     if (!entry) return this.missed(this.lastStale ? 'stale' : 'empty');
     try {
       await this.deps.sessions.assignOwner(entry.session.sessionId, owner);
@@ -184,6 +190,7 @@ export class EnginePool {
   async close(): Promise<void> {
     this.closed = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
+    for (const waiter of this.waiters.splice(0)) waiter(undefined);
     // A start in progress finishes and finds the pool closed: it disposes of what it made.
     await this.drain('shutdown');
     while (this.starting > 0) await new Promise((resolve) => setTimeout(resolve, 20));
@@ -225,6 +232,28 @@ export class EnginePool {
     }
   }
 
+  /**
+   * The next engine being started, when one is not yet promised to another claim: it is ready sooner than
+   * an engine this run would start itself (the same work, begun earlier), and a second start would only
+   * compete with it for the CPU.
+   */
+  private nextStarted(): Promise<Entry | undefined> {
+    if (this.closed || this.starting <= this.waiters.length) return Promise.resolve(undefined);
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  /**
+   * A start ended (startOne() says so exactly once, and the count drops at that moment, so that no claim
+   * waits on a start that has already ended): its engine goes to the oldest waiting claim, else into
+   * the pool.
+   */
+  private started(entry: Entry | undefined): void {
+    this.starting -= 1;
+    const waiter = this.waiters.shift();
+    if (waiter) waiter(entry);
+    else if (entry) this.ready.push(entry);
+  }
+
   private missed(reason: MissReason): undefined {
     this.deps.observer?.miss(reason);
     return undefined;
@@ -239,13 +268,17 @@ export class EnginePool {
     if (this.closed || !this.enabled) return;
     while (this.ready.length + this.starting < this.deps.settings.size) {
       this.starting += 1;
-      void this.startOne().finally(() => {
-        this.starting -= 1;
-      });
+      void this.startOne();
     }
   }
 
   private async startOne(): Promise<void> {
+    let ended = false;
+    const end = (entry: Entry | undefined) => {
+      if (ended) return;
+      ended = true;
+      this.started(entry);
+    };
     // Pooled engines count against SERVICE_MAX_CONTAINERS, but a run that finds the server full takes
     // a pooled engine's slot (the engine is removed); with no free slot the pool waits for one.
     let made: Entry | undefined;
@@ -255,6 +288,7 @@ export class EnginePool {
       if (made) void this.evict(made);
     });
     if (!slot) {
+      end(undefined);
       this.retryLater();
       return;
     }
@@ -263,15 +297,17 @@ export class EnginePool {
       const entry = await this.create(slot);
       made = entry;
       if (this.closed || reclaimed) {
+        end(undefined);
         await this.dispose(entry);
         if (!this.closed) this.retryLater();
         return;
       }
-      this.ready.push(entry);
+      end(entry);
       this.reportSize();
       this.deps.observer?.refilled(performance.now() - started);
     } catch (error) {
       slot.release();
+      end(undefined);
       this.deps.log.warn({ err: error }, `a pooled engine could not be started; retrying in ${RETRY_MS / 1000} s`);
       this.retryLater();
     }
