@@ -9,10 +9,10 @@ export interface Frame {
 }
 
 /** Follows an agent's event stream, collecting frames until it ends or `until` is satisfied. */
-export function follow(url: string, until: (frames: Frame[]) => boolean = () => false) {
+export function follow(url: string, until: (frames: Frame[]) => boolean = () => false, headers: Record<string, string> = {}) {
   const frames: Frame[] = [];
   const controller = new AbortController();
-  const ready = fetch(url, { signal: controller.signal });
+  const ready = fetch(url, { signal: controller.signal, headers });
   const done = (async () => {
     const response = await ready;
     assert.equal(response.status, 200);

@@ -1,0 +1,42 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execSync, spawn } from 'node:child_process';
+import pino from 'pino';
+import { loadConfig } from './src/config.js';
+import { startBerth } from './src/server.js';
+process.env.CONTAINERS_CONF ??= join(import.meta.dirname, 'scripts', 'containers.conf');
+const dir = await mkdtemp(join(tmpdir(), 'berth-scratch-'));
+const cfg = loadConfig({ ...process.env, SERVICE_AUTH_ENABLED: 'false', SERVICE_RATE_LIMIT_ENABLED: 'false', SERVICE_ADDRESS: '127.0.0.1:0', SERVICE_METRICS_ADDRESS: '127.0.0.1:0',
+  SERVICE_DATA_DIR: join(dir, 'data'), SERVICE_AGENT_SESSIONS_DIR: join(dir, 'sessions'), SERVICE_INSTANCE_NAME: `scratch-${randomBytes(3).toString('hex')}`, SERVICE_OFFLINE_MODEL_PORT: '0', SERVICE_LOG_LEVEL: 'error', SERVICE_POOL_SIZE: '0' });
+const b = await startBerth(cfg, pino({ level: 'error' }));
+const url = b.url;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+await sleep(5000);
+const spawned = (await (await fetch(`${url}/agents`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"disable_idle_timeout": true}' })).json()) as { id: string };
+for (;;) { const a = (await (await fetch(`${url}/agents/${spawned.id}`)).json()) as any; if (a.status === 'idle') break; await sleep(5); }
+await sleep(1500);
+const cid = b.berth ? '' : '';
+const names = execSync(`podman ps --filter label=berth.instance=${cfg.instanceName} --format '{{.ID}}'`).toString().trim().split('\n');
+const pid = execSync(`podman inspect --format '{{.State.Pid}}' ${names[0]}`).toString().trim();
+const all = execSync(`ps -e -o pid=,ppid=,comm=`).toString().trim().split('\n').map((l) => l.trim().split(/\s+/));
+const desc = new Set([pid]);
+for (let i = 0; i < 5; i++) for (const [p, pp] of all) if (desc.has(pp!)) desc.add(p!);
+console.log('procs', all.filter(([p]) => desc.has(p!)).map((r) => r.join(' ')));
+const st = spawn('strace', ['-f', '-tt', '-T', '-s', '100', '-o', '/tmp/engine.strace', ...[...desc].flatMap((p) => ['-p', p])], { stdio: 'inherit' });
+await sleep(1500);
+const stream = await fetch(`${url}/agents/${spawned.id}/stream`);
+const reader = stream.body!.getReader();
+const t0 = Date.now();
+console.log('send at', new Date(t0).toISOString());
+await fetch(`${url}/agents/${spawned.id}/send`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'say: one' }) });
+let text = '';
+for (;;) { const { value, done } = await reader.read(); if (done) break; text += new TextDecoder().decode(value); if (text.includes('turn_end')) break; }
+console.log('turn took', Date.now() - t0);
+await sleep(500);
+st.kill('SIGINT');
+await sleep(500);
+await fetch(`${url}/agents/${spawned.id}`, { method: 'DELETE' });
+await b.stop();
+process.exit(0);
