@@ -270,6 +270,8 @@ export interface ContainerRuntime {
   ping(): Promise<void>;
   createContainer(spec: ContainerSpec): Promise<string>;
   startContainer(id: string): Promise<void>;
+  /** Changes a running container's CPU weight (cgroup shares), e.g. once a pre-started engine is claimed. */
+  setCpuShares(id: string, shares: number): Promise<void>;
   /** Follows stdout/stderr through the container's log, from its start until it exits or the signal aborts. */
   followOutput(id: string, signal: AbortSignal): AsyncIterable<OutputChunk>;
   /**

@@ -5,14 +5,28 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { startOfflineModel, type OfflineModel } from '../../src/offline-model/server.js';
 import { metric, modelUrlFromContainers, poolReady, startTestBerth, type TestBerth } from '../support/berth.js';
 import { INSTANCE_LABEL } from '../../src/runtime/container-runtime.js';
 import { follow, turnEnded, waitForStatus } from '../support/agents.js';
+import { waitFor } from '../support/wait.js';
+import { waitingCpuShares } from '../../src/core/pool/engine-pool.js';
 
 const exec = promisify(execFile);
+
+/** A container's CPU weight as its cgroup has it (cgroup v1 `cpu.shares`; v2 `cpu.weight`, converted back). */
+async function cpuShares(container: string): Promise<number> {
+  const pid = (await exec('podman', ['inspect', '--format', '{{.State.Pid}}', container])).stdout.trim();
+  const lines = (await readFile(`/proc/${pid}/cgroup`, 'utf8')).split('\n');
+  const v1 = lines.find((line) => /^\d+:([^:]*,)?cpu(,[^:]*)?:/.test(line));
+  if (v1) return Number((await readFile(`/sys/fs/cgroup/cpu/${v1.split(':')[2]}/cpu.shares`, 'utf8')).trim());
+  const weight = Number((await readFile(`/sys/fs/cgroup/${lines.find((line) => line.startsWith('0::'))!.slice(3)}/cpu.weight`, 'utf8')).trim());
+  // Podman's conversion: weight = 1 + (shares - 2) * 9999 / 262142.
+  return Math.round(((weight - 1) * 262142) / 9999 + 2);
+}
 
 /** Containers of an instance, through the podman CLI (also after the Berth stopped). */
 async function containersOf(instance: string): Promise<string[]> {
@@ -139,6 +153,26 @@ describe('a pooled run is a run', () => {
     assert.equal(await metric(pooled, 'berth_pool_misses_total{pool="run",reason="empty"}'), emptyBefore, 'no run found the pool empty');
     assert.equal(await metric(pooled, 'berth_pool_hits_total{pool="run"}'), hitsBefore + 8);
     assert.deepEqual(await pooled.leftovers(), []);
+  });
+
+  it('an engine waits at an eighth of a run\'s CPU weight, and a claimed one runs at the run\'s own', async () => {
+    await poolReady(pooled, 2);
+    const runShares = pooled.config.agent.defaultCpuShares;
+    for (const id of pooled.berth.pools.run.readyContainers()) assert.equal(await cpuShares(id), waitingCpuShares(runShares));
+    const hitsBefore = await metric(pooled, 'berth_pool_hits_total{pool="run"}');
+    const job = await pooled.request('POST', '/run/async', { prompt: 'run: /bin/sleep 4\nsay: weighed' });
+    assert.equal(job.status, 200, JSON.stringify(job.body));
+    const running = await waitFor('the job\'s container', async () => {
+      const pool = new Set(pooled.berth.pools.ownContainerNames());
+      return (await containersOf(pooled.config.instanceName)).find((name) => !pool.has(name));
+    });
+    assert.equal(await cpuShares(running), runShares);
+    const done = await waitFor('the job', async () => {
+      const current = (await pooled.request('GET', `/jobs/${job.body.job_id}`)).body;
+      return current.status === 'running' || current.status === 'pending' ? undefined : current;
+    });
+    assert.equal(done.status, 'completed', JSON.stringify(done));
+    assert.equal(await metric(pooled, 'berth_pool_hits_total{pool="run"}'), hitsBefore + 1, 'the job took a pooled engine');
   });
 
   it('a pooled engine that died while waiting is replaced, never handed to a run', async () => {

@@ -81,6 +81,15 @@ const containerName = (runId: string) => `berth-${runId}`;
 /** Wait before trying again after a refill failed (image missing, Podman down…). */
 const RETRY_MS = 5_000;
 
+/**
+ * The CPU weight of an engine while it waits in the pool: an eighth of a run's, so that pre-starting engines
+ * (each start is about half a second of CPU) yields to the runs and turns at work on a small machine without
+ * starving (the agents' handshake still finishes under load). A claim gives the engine the run's own weight.
+ */
+export function waitingCpuShares(runShares: number): number {
+  return Math.max(2, Math.floor(runShares / 8));
+}
+
 /** How long an agent's engine may take to answer its initialize handshake before it counts as failed. */
 const READY_TIMEOUT_MS = 60_000;
 
@@ -153,10 +162,13 @@ export class EnginePool {
     const entry = (await this.takeFresh()) ?? (await this.nextStarted());
     if (!entry) return this.missed(this.lastStale ? 'stale' : 'empty');
     try {
-      await this.deps.sessions.assignOwner(entry.session.sessionId, owner);
-      if (this.deps.kind === 'run') {
-        await this.deps.container.inputs.add(entry.runId, [{ name: TITLE_FILE_NAME, content: titleHookOutput(deriveSessionTitle(plan.prompt)!) }]);
-      }
+      await Promise.all([
+        this.deps.runtime.setCpuShares(entry.containerId, this.deps.template.container.cpuShares),
+        this.deps.sessions.assignOwner(entry.session.sessionId, owner),
+        this.deps.kind === 'run'
+          ? this.deps.container.inputs.add(entry.runId, [{ name: TITLE_FILE_NAME, content: titleHookOutput(deriveSessionTitle(plan.prompt)!) }])
+          : undefined,
+      ]);
     } catch (error) {
       this.deps.log.warn({ err: error, runId: entry.runId }, 'a pooled engine could not be handed over; it is removed');
       await this.dispose(entry);
@@ -347,9 +359,11 @@ export class EnginePool {
     let attached: AttachedContainer | undefined;
     try {
       const agent = this.deps.kind === 'agent';
-      const { spec, inputFiles } = engineContainer(container, {
+      const made = engineContainer(container, {
         id: runId, plan: template, session, volumeSources: [], engineBinary, ...(agent ? { interactive: true } : { pooled: true }),
       });
+      const { inputFiles } = made;
+      const spec = { ...made.spec, cpuShares: waitingCpuShares(made.spec.cpuShares) };
       await container.inputs.write(runId, inputFiles);
       if (agent) await createTurnsFifo(container.inputs, runId);
       containerId = await runtime.createContainer(spec);

@@ -80,6 +80,10 @@ export class PodmanRuntime implements ContainerRuntime {
     await this.client.call(`/containers/${id}/start`, { method: 'POST', accept: [304] });
   }
 
+  async setCpuShares(id: string, shares: number): Promise<void> {
+    await this.client.call(`/containers/${id}/update`, { method: 'POST', json: { cpu: { shares } } });
+  }
+
   async *followOutput(id: string, signal: AbortSignal): AsyncIterable<OutputChunk> {
     const response = await this.client.request(`/containers/${id}/logs`, {
       query: { follow: true, stdout: true, stderr: true },
