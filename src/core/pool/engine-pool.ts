@@ -1,10 +1,10 @@
 // A pool of pre-started engines: containers created exactly as a run (or a persistent agent) of the default
 // request would be (image, engine mount, credential, limits, network, hardening, labels, a fresh session
 // with a pre-chosen id; a run's engine also the title hook), each with the engine already running and
-// waiting on stdin. A matching run claims one (pool-match.ts) — a ready one, else one being started that no
-// other claim waits for — writes its prompt, and is then supervised and
-// removed like any run; a matching agent takes one over as its container. A pooled container is never used
-// twice. The pool refills in the background, only while the server has a free container slot.
+// waiting on stdin, at a lower CPU weight until claimed. A matching run claims one (pool-match.ts): a ready
+// one, else one being started that no other claim waits for. It writes its prompt and is then supervised
+// and removed like any run; a matching agent takes one over as its container. A pooled container is never
+// used twice. The pool refills in the background, only while the server has a free container slot.
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AttachedContainer, ContainerRuntime } from '../../runtime/container-runtime.js';
