@@ -159,7 +159,9 @@ export class EnginePool {
     const started = performance.now();
     const reason = this.missReason(plan);
     if (reason !== undefined) return this.missed(reason);
-    const entry = (await this.takeFresh()) ?? (await this.nextStarted());
+    // Only a run waits for an engine being started: it answers at its result anyway, where POST /agents
+    // answers at once with the agent `starting` when no engine is ready.
+    const entry = (await this.takeFresh()) ?? (this.deps.kind === 'run' ? await this.nextStarted() : undefined);
     if (!entry) return this.missed(this.lastStale ? 'stale' : 'empty');
     try {
       await Promise.all([
@@ -278,7 +280,9 @@ export class EnginePool {
    */
   private refill(): void {
     if (this.closed || !this.enabled) return;
-    while (this.ready.length + this.starting < this.deps.settings.size) {
+    // Counted first: a start may end at once (no free slot), which must not make this loop start another.
+    const missing = this.deps.settings.size - this.ready.length - this.starting;
+    for (let i = 0; i < missing; i++) {
       this.starting += 1;
       void this.startOne();
     }
