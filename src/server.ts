@@ -300,7 +300,17 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
 
     // Read when the stop comes: undefined if the start failed before the agents existed.
     let agents: AgentService | undefined;
-    stopFirst.push(() => stopWork(config.shutdown, { pools, runs, jobs, agents, abortRuns: () => shutdown.abort() }, logger));
+    stopFirst.push(() =>
+      stopWork(
+        config.shutdown,
+        {
+          pools, runs, jobs, agents,
+          abortRuns: () => shutdown.abort(),
+          inFlight: () => ({ runs: runs.inFlightRuns(), jobs: jobs.inFlightJobs(), agents: agents?.generatingAgents() ?? [] }),
+        },
+        logger,
+      ),
+    );
     await pools.start();
 
     // Persistent agents: one container each, stopped (and removed) at shutdown before the listener closes.

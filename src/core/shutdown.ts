@@ -15,9 +15,18 @@ export interface ShutdownWork {
   readonly agents: { stopAccepting(): void; turnsDone(): Promise<void>; detach(): Promise<void>; close(): Promise<void> } | undefined;
   /** Cancels every run in flight (the service's shutdown signal). */
   abortRuns(): void;
+  /** What is still in flight, by kind, for the progress a drain logs. */
+  inFlight(): { readonly runs: readonly string[]; readonly jobs: readonly string[]; readonly agents: readonly string[] };
 }
 
-export async function stopWork(settings: { readonly mode: ShutdownMode; readonly drainTimeoutMs: number }, work: ShutdownWork, log: Logger): Promise<void> {
+/** How often a drain says what it still waits for. */
+const DRAIN_PROGRESS_MS = 5_000;
+
+export async function stopWork(
+  settings: { readonly mode: ShutdownMode; readonly drainTimeoutMs: number; readonly drainProgressMs?: number },
+  work: ShutdownWork,
+  log: Logger,
+): Promise<void> {
   work.runs.stopAccepting();
   work.agents?.stopAccepting();
   // Pre-started engines hold no one's work: removed in every mode.
@@ -30,7 +39,10 @@ export async function stopWork(settings: { readonly mode: ShutdownMode; readonly
   }
   if (settings.mode === 'drain') {
     log.info({ timeoutMs: settings.drainTimeoutMs }, 'draining: new work is refused; waiting for runs, jobs and agent turns to end');
-    const drained = await within(settings.drainTimeoutMs, Promise.all([work.runs.drain(), work.jobs.idle(), work.agents?.turnsDone()]));
+    const progress = setInterval(() => log.info(work.inFlight(), 'draining: still in flight'), settings.drainProgressMs ?? DRAIN_PROGRESS_MS);
+    const drained = await within(settings.drainTimeoutMs, Promise.all([work.runs.drain(), work.jobs.idle(), work.agents?.turnsDone()])).finally(() =>
+      clearInterval(progress),
+    );
     if (drained) log.info('drained: no work in flight');
     else log.warn({ timeoutMs: settings.drainTimeoutMs }, 'SERVICE_SHUTDOWN_DRAIN_TIMEOUT reached: stopping the work still in flight');
   }

@@ -16,6 +16,11 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { serviceProcess, type ServiceProcess } from '../support/service-process.js';
 import { waitFor } from '../support/wait.js';
 
+/** The service's log (this process's and the one before), without the request lines that would drown it. */
+function lastWords(svc: ServiceProcess, chars: number): string {
+  return svc.output().split('\n').filter((line) => !line.includes('"msg":"request"')).join('\n').slice(-chars);
+}
+
 const MODES = ['sync', 'job', 'stream', 'agent mid-turn', 'agent idle'] as const;
 type Mode = (typeof MODES)[number];
 const FINISHED = new Set(['completed', 'failed', 'crashed', 'cancelled']);
@@ -286,15 +291,15 @@ describe('fault injection: every fault × every mode, nothing lost, nothing left
         outcomes = await runRound(round, fault, id);
         matrix.set(fault.name, outcomes);
       } catch (error) {
-        throw new Error(`${(error as Error).message}\nthe service's last words:\n${svc.output().slice(-8_000)}`, { cause: error });
+        throw new Error(`${(error as Error).message}\nthe service's last words:\n${lastWords(svc, 8_000)}`, { cause: error });
       } finally {
         for (const agent of round.agents) await svc.api('DELETE', `/agents/${agent}`).catch(() => undefined);
         await svc.signal('SIGTERM');
         await undo();
       }
-      assert.deepEqual(svc.containers(), [], `no container of the instance is left; the service's last words:\n${svc.output().slice(-6_000)}`);
+      assert.deepEqual(svc.containers(), [], `no container of the instance is left; the service's last words:\n${lastWords(svc, 6_000)}`);
       assert.equal(processesOf(svc.dir), '', 'no process of the instance is left');
-      assert.deepEqual(outcomes, fault.expect, `the outcome of every mode under: ${fault.name}; the service's last words:\n${svc.output().slice(-12_000)}`);
+      assert.deepEqual(outcomes, fault.expect, `the outcome of every mode under: ${fault.name}; the service's last words:\n${lastWords(svc, 12_000)}`);
     });
   }
 

@@ -56,7 +56,8 @@ export async function serviceProcess(baseEnv: Record<string, string> = {}): Prom
     async start(env = {}) {
       const port = await freePort();
       url = `http://127.0.0.1:${port}`;
-      output = '';
+      // The previous process's last words stay (a fault's diagnosis needs the process that met it).
+      if (output !== '') output = `${output.slice(-20_000)}\n--- started again ---\n`;
       const current = (child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
         cwd: join(import.meta.dirname, '../..'),
         detached: true,

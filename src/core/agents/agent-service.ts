@@ -273,6 +273,11 @@ export class AgentService {
     this.refusingTurns = true;
   }
 
+  /** The ids of the agents generating a turn now (shutdown progress). */
+  generatingAgents(): string[] {
+    return [...this.entries.values()].filter((entry) => entry.agent.status === 'generating').map((entry) => entry.agent.id);
+  }
+
   /** Shutdown with `drain`: resolves once no agent is generating a turn. */
   async turnsDone(pollMs = 100): Promise<void> {
     while ([...this.entries.values()].some((entry) => entry.agent.status === 'generating')) await new Promise((resolve) => setTimeout(resolve, pollMs));

@@ -102,7 +102,8 @@ export function newRunId(): string {
 }
 
 export class RunService {
-  private readonly inFlight = new Set<Promise<unknown>>();
+  /** Runs being executed, by their promise: drained at shutdown, named while they drain. */
+  private readonly inFlight = new Map<Promise<unknown>, string>();
   private accepting = true;
 
   constructor(private readonly deps: RunServiceDependencies) {}
@@ -112,9 +113,14 @@ export class RunService {
     this.accepting = false;
   }
 
+  /** The ids of the runs being executed now (shutdown progress). */
+  inFlightRuns(): string[] {
+    return [...this.inFlight.values()];
+  }
+
   /** Resolves when every run in flight has ended (used at shutdown, after the shutdown signal). */
   async drain(): Promise<void> {
-    await Promise.allSettled([...this.inFlight]);
+    await Promise.allSettled([...this.inFlight.keys()]);
   }
 
   /** Everything that can refuse a request, before any container exists. */
@@ -290,7 +296,7 @@ export class RunService {
   /** Runs an accepted run to its outcome and releases its session. */
   async execute(accepted: AcceptedRun, mode: RunMode, signal: AbortSignal, hooks: RunHooks = {}, container?: ContainerState): Promise<RunOutcome> {
     const running = this.executeTracked(accepted, mode, signal, hooks, container);
-    this.inFlight.add(running);
+    this.inFlight.set(running, accepted.runId);
     try {
       return await running;
     } finally {
