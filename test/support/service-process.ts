@@ -54,6 +54,18 @@ export async function serviceProcess(baseEnv: Record<string, string> = {}): Prom
     url: () => url,
     output: () => output,
     async start(env = {}) {
+      // A test that failed with its service still running must not leave it behind the next start's back
+      // (its output pipes would keep the test file from ever ending).
+      if (child && child.exitCode === null && child.signalCode === null) {
+        const previous = child;
+        const gone = new Promise((resolve) => previous.once('exit', resolve));
+        try {
+          process.kill(-previous.pid!, 'SIGKILL');
+          await gone;
+        } catch {
+          // Exited between the check and the kill.
+        }
+      }
       const port = await freePort();
       url = `http://127.0.0.1:${port}`;
       // The previous process's last words stay (a fault's diagnosis needs the process that met it).
