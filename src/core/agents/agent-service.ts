@@ -280,7 +280,7 @@ export class AgentService {
 
   /** Shutdown with `drain`: resolves once no agent is generating a turn. */
   async turnsDone(pollMs = 100): Promise<void> {
-    while ([...this.entries.values()].some((entry) => entry.agent.status === 'generating')) await new Promise((resolve) => setTimeout(resolve, pollMs));
+    while (this.generatingAgents().length > 0) await new Promise((resolve) => setTimeout(resolve, pollMs));
   }
 
   /**
