@@ -122,6 +122,8 @@ async function handle(
   if (apiKey !== undefined && !carriesKey(request, apiKey)) {
     throw new HttpFailure(401, 'authentication_error', 'invalid x-api-key');
   }
+  // Logged on arrival too: a request that never gets its answer is then still seen.
+  log(`${route} from ${request.socket.remoteAddress ?? '?'}:${request.socket.remotePort ?? '?'}`);
   const parsed = parseBody(await readBody(request));
   if (!parsed.ok) throw new HttpFailure(400, 'invalid_request_error', parsed.message);
 

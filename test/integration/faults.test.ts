@@ -409,7 +409,9 @@ describe('fault injection: every fault × every mode, nothing lost, nothing left
       const after = await waitFor('the next turn', async () => {
         const { body: snapshot } = await svc.api('GET', `/agents/${agentId}`);
         return snapshot.status !== 'generating' ? snapshot : undefined;
-      }, 60_000);
+      }, 60_000).catch((error: Error) => {
+        throw new Error(`${error.message}\n${svc.diagnose(agentId)}`);
+      });
       return `${turn}${after.status === 'idle' ? 'usable' : `next turn: ${after.status}`}`;
     };
   }

@@ -47,7 +47,9 @@ describe('work across restarts and shutdown modes', { timeout: 600_000 }, () => 
     await stream.ready;
     const sent = await svc.api('POST', `/agents/${id}/send`, { prompt });
     assert.equal(sent.status, 200, JSON.stringify(sent.body));
-    await waitFor('the turn to end', async () => turnEnded(sent.body.turn_id)(stream.frames) || undefined, 60_000, 50);
+    await waitFor('the turn to end', async () => turnEnded(sent.body.turn_id)(stream.frames) || undefined, 60_000, 50).catch((error: Error) => {
+      throw new Error(`${error.message}; frames: ${JSON.stringify(stream.frames).slice(-1500)}\n${svc.diagnose(id)}`);
+    });
     stream.stop();
     return stream.frames.filter((f) => f.event === 'output').map((f) => String(f.data.content)).join('\n');
   }

@@ -32,6 +32,11 @@ export interface ServiceProcess {
   /** Names of the instance's containers, through the podman CLI (also while the service is down). */
   containers(): string[];
   output(): string;
+  /**
+   * What a test reports when an agent's turn does not end: the container's last log lines (did the engine
+   * print its result?), its processes, the model's requests and the service's warnings.
+   */
+  diagnose(agentId: string): string;
   /** Kills the service and removes everything of the instance: containers, secret, model, directory. */
   dispose(): Promise<void>;
 }
@@ -41,7 +46,16 @@ export async function serviceProcess(baseEnv: Record<string, string> = {}): Prom
   const dir = await mkdtemp(join(tmpdir(), 'berth-svc-'));
   const modelKey = `sk-berth-test-${randomBytes(12).toString('hex')}`;
   const modelSecret = `test-svc-model-key-${randomBytes(4).toString('hex')}`;
-  const model: OfflineModel = await startOfflineModel({ host: '0.0.0.0', port: 0, apiKey: modelKey });
+  const modelLog: string[] = [];
+  const model: OfflineModel = await startOfflineModel({
+    host: '0.0.0.0',
+    port: 0,
+    apiKey: modelKey,
+    log: (line) => {
+      modelLog.push(`${new Date().toISOString()} ${line}`);
+      if (modelLog.length > 30) modelLog.shift();
+    },
+  });
   execFileSync('sh', ['-c', `printf '%s' "$KEY" | podman secret create ${modelSecret} -`], { env: { ...process.env, KEY: modelKey } });
   const modelUrl = await modelUrlFromContainers(model.port);
   let child: ChildProcess | undefined;
@@ -135,6 +149,24 @@ export async function serviceProcess(baseEnv: Record<string, string> = {}): Prom
       execFileSync('podman', ['ps', '-a', '--filter', `label=berth.instance=${instance}`, '--format', '{{.Names}}'], { encoding: 'utf8' })
         .split('\n')
         .filter((line) => line.trim() !== ''),
+    diagnose(agentId) {
+      const podman = (...args: string[]) => {
+        try {
+          return execFileSync('podman', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 10_000 }).trim();
+        } catch (error) {
+          return `(podman ${args[0]} failed: ${(error as Error).message.split('\n')[0]})`;
+        }
+      };
+      const container = service.containers().find((name) => name.endsWith(agentId.replace(/^agent-/, '')) || name.endsWith(agentId));
+      const warnings = output.split('\n').filter((line) => /"level":[4-6]0/.test(line)).slice(-15);
+      return [
+        `now ${new Date().toISOString()}; agent ${agentId}, container ${container ?? '(none)'}`,
+        container ? `its log (last lines, timestamped):\n${podman('logs', '-t', '--tail', '6', container).slice(-3000)}` : '',
+        container ? `its processes:\n${podman('top', container, 'pid', 'stat', 'etime', 'args')}` : '',
+        `the model's last requests:\n${modelLog.join('\n')}`,
+        `the service's warnings:\n${warnings.join('\n')}`,
+      ].join('\n');
+    },
     async dispose() {
       await service.signal('SIGKILL');
       const holders = execFileSync('podman', ['ps', '-aq', '--filter', `label=berth.image-tree=${instance}`], { encoding: 'utf8' });
