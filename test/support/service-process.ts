@@ -21,6 +21,29 @@ async function freePort(): Promise<number> {
   return port;
 }
 
+/** A stuck engine seen from the host: its processes' kernel waits, open descriptors, connections and a short trace. */
+function engineState(pidText: string): string {
+  const pid = Number(pidText);
+  if (!Number.isInteger(pid) || pid <= 0) return `(no pid: ${pidText})`;
+  const run = (command: string, args: string[]) => {
+    try {
+      return execFileSync(command, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 10_000 }).trim();
+    } catch (error) {
+      const failed = error as { stdout?: string; stderr?: string; message: string };
+      return `${failed.stdout ?? ''}${failed.stderr ?? ''}`.trim() || `(${command} failed: ${failed.message.split('\n')[0]})`;
+    }
+  };
+  return [
+    run('ps', ['-o', 'pid,stat,wchan:30,etime,time,args', '--ppid', String(pid), '-p', String(pid)]),
+    `threads' waits: ${run('sh', ['-c', `for t in /proc/${pid}/task/*; do printf '%s ' "$(cat $t/wchan)"; done`])}`,
+    `descriptors: ${run('sh', ['-c', `ls -l /proc/${pid}/fd | awk '{print $NF}' | sort | uniq -c | sort -rn | head -20 | tr '\n' ';'`])}`,
+    `connections: ${run('nsenter', ['-t', String(pid), '-n', 'ss', '-tanpi'])}`,
+    `its network: ${run('nsenter', ['-t', String(pid), '-n', 'sh', '-c', 'ip -o link; ip neigh; ip route; ping -c1 -W1 "$(ip route | awk \'/default/ {print $3}\')" | tail -2'])}`,
+    `host bridge ports: ${run('sh', ['-c', 'ip -o link show type bridge; ip -o link show type veth'])}`,
+    `trace (3 s): ${run('sh', ['-c', `command -v strace >/dev/null || { echo no strace; exit 0; }; timeout 3 strace -f -tt -s 120 -p ${pid} 2>&1 | tail -40`])}`,
+  ].join('\n');
+}
+
 export interface ServiceProcess {
   readonly instance: string;
   readonly dir: string;
@@ -162,7 +185,7 @@ export async function serviceProcess(baseEnv: Record<string, string> = {}): Prom
       return [
         `now ${new Date().toISOString()}; agent ${agentId}, container ${container ?? '(none)'}`,
         container ? `its log (last lines, timestamped):\n${podman('logs', '-t', '--tail', '6', container).slice(-3000)}` : '',
-        container ? `its processes:\n${podman('top', container, 'pid', 'stat', 'etime', 'args')}` : '',
+        container ? `its engine:\n${engineState(podman('inspect', '-f', '{{.State.Pid}}', container))}` : '',
         `the model's last requests:\n${modelLog.join('\n')}`,
         `the service's warnings:\n${warnings.join('\n')}`,
       ].join('\n');

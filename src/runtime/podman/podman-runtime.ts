@@ -23,6 +23,7 @@ import { toServiceSpecGenerator, toSpecGenerator } from './container-spec.js';
 import { demultiplex } from './multiplexed-stream.js';
 import { isRegistryNotFound, readPullStream } from './pull-stream.js';
 import { kernelLoggedOomKill } from '../kernel-oom-log.js';
+import { BridgeAddresses } from './bridge-address.js';
 
 interface LibpodInspect {
   Id?: string;
@@ -64,8 +65,28 @@ interface LibpodSecret {
 /** What a container gets as PATH when its image sets none (Podman's default). */
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
+/** Networks a container joins that may be bridges on this host (not `none`, not the host's own). */
+function joinedNetworks(...networks: (string | undefined)[]): string[] {
+  return networks.filter((name): name is string => name !== undefined && name !== 'none' && name !== 'host');
+}
+
 export class PodmanRuntime implements ContainerRuntime {
-  constructor(private readonly client: PodmanClient) {}
+  /** The networks of each container created here, to fix their bridges' addresses once it started. */
+  private readonly networksOf = new Map<string, string[]>();
+  private readonly bridges: BridgeAddresses;
+
+  constructor(
+    private readonly client: PodmanClient,
+    warn: (details: Record<string, unknown>, message: string) => void = () => undefined,
+  ) {
+    this.bridges = new BridgeAddresses({
+      interfaceOf: async (network) => {
+        const inspect = await this.client.jsonIfFound<{ driver?: string; network_interface?: string }>(`/networks/${encodeURIComponent(network)}/json`);
+        return inspect?.driver === 'bridge' ? inspect.network_interface : undefined;
+      },
+      warn,
+    });
+  }
 
   async ping(): Promise<void> {
     await this.client.call('/_ping');
@@ -73,11 +94,16 @@ export class PodmanRuntime implements ContainerRuntime {
 
   async createContainer(spec: ContainerSpec): Promise<string> {
     const created = await this.client.json<{ Id: string }>('/containers/create', { method: 'POST', json: toSpecGenerator(spec) });
+    const networks = joinedNetworks(spec.network, spec.stackNetwork?.name);
+    if (networks.length > 0) this.networksOf.set(created.Id, networks);
     return created.Id;
   }
 
   async startContainer(id: string): Promise<void> {
     await this.client.call(`/containers/${id}/start`, { method: 'POST', accept: [304] });
+    // The first container on a bridge brings the bridge up: its address is fixed from then on.
+    const networks = this.networksOf.get(id);
+    if (networks) await this.bridges.pin(networks);
   }
 
   async setCpuShares(id: string, shares: number): Promise<void> {
@@ -160,6 +186,7 @@ export class PodmanRuntime implements ContainerRuntime {
     // …/userdata/shm: device or resource busy` while the kernel is still tearing the container's mounts
     // down; the container is removed all the same a moment later. Such answers are retried (a retry finds
     // it gone: 404) rather than reported as a failed removal.
+    this.networksOf.delete(id);
     for (let attempt = 1; ; attempt++) {
       try {
         await this.client.call(`/containers/${id}`, {
@@ -362,6 +389,8 @@ export class PodmanRuntime implements ContainerRuntime {
 
   async createServiceContainer(spec: ServiceContainerSpec): Promise<string> {
     const created = await this.client.json<{ Id: string }>('/containers/create', { method: 'POST', json: toServiceSpecGenerator(spec) });
+    const networks = spec.privileges.hostNetwork ? [] : joinedNetworks(spec.network?.name);
+    if (networks.length > 0) this.networksOf.set(created.Id, networks);
     return created.Id;
   }
 
@@ -397,6 +426,7 @@ export class PodmanRuntime implements ContainerRuntime {
   }
 
   async removeNetwork(name: string): Promise<void> {
+    this.bridges.forget(name);
     await this.client.call(`/networks/${encodeURIComponent(name)}`, { method: 'DELETE', query: { force: true }, accept: [404] });
   }
 
