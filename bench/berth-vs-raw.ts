@@ -146,9 +146,17 @@ async function counter(url: string, name: string): Promise<number> {
   return match ? Number(match[1]) : 0;
 }
 
+/**
+ * A pause before each timed batch, of every side alike: the service as a user finds it who comes back after
+ * a moment (an engine that has just answered its handshake still finishes its start for about a second).
+ */
+const PAUSE_MS = 1_500;
+const pause = () => new Promise((r) => setTimeout(r, PAUSE_MS));
+
 async function poolReady(size: number, pool: 'run' | 'agent' = 'run'): Promise<void> {
   const deadline = Date.now() + 30_000;
   while ((await counter(pooled.metricsUrl, `berth_pool_ready{pool="${pool}"}`)) < size && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  await pause();
 }
 
 /** Milliseconds from GET /run/stream to its first `output` frame (the stream is read to its end). */
@@ -233,7 +241,9 @@ try {
     const perRound = concurrency === 1 ? 5 : 2 * concurrency;
     const level: Level = { concurrency, runs: 0, raw: side(), berth: side(), pooled: side(), hits: 0 };
     for (let round = 0; round < rounds; round++) {
+      await pause();
       await timed(() => rawBatch(perRound, concurrency), level.raw);
+      await pause();
       await timed(() => berthBatch(perRound, concurrency), level.berth);
       // Each round starts as a user would find the service after a pause: the pool full.
       await poolReady(pooledConfig.pool.size);

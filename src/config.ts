@@ -100,6 +100,8 @@ export interface Config {
     readonly size: number;
     readonly agentSize: number;
     readonly maxAgeMs: number;
+    /** How long claims must pause before the pool starts the engines it lacks (SERVICE_POOL_REFILL_PAUSE). */
+    readonly refillPauseMs: number;
   };
   /** Compose environments (container.environment; docs/compose.md). */
   readonly compose: {
@@ -434,9 +436,10 @@ export function loadConfig(env: Env = process.env): Config {
       drainTimeoutMs: read.duration('SERVICE_SHUTDOWN_DRAIN_TIMEOUT', '5m'),
     },
     pool: {
-      size: read.int('SERVICE_POOL_SIZE', 2, 0, 64),
+      size: read.int('SERVICE_POOL_SIZE', 4, 0, 64),
       agentSize: read.int('SERVICE_AGENT_POOL_SIZE', 1, 0, 64),
       maxAgeMs: read.duration('SERVICE_POOL_MAX_AGE', '10m'),
+      refillPauseMs: read.duration('SERVICE_POOL_REFILL_PAUSE', '500ms'),
     },
     compose: {
       allowPrivileged: read.bool('SERVICE_COMPOSE_ALLOW_PRIVILEGED', false),

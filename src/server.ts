@@ -234,7 +234,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     const enginePool = (kind: PoolKind, size: number) =>
       new EnginePool({
         kind,
-        settings: { size, maxAgeMs: config.pool.maxAgeMs },
+        settings: { size, maxAgeMs: config.pool.maxAgeMs, refillPauseMs: config.pool.refillPauseMs },
         runtime,
         sessions,
         container: containerSettings,

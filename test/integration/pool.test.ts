@@ -7,6 +7,7 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
+import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { startOfflineModel, type OfflineModel } from '../../src/offline-model/server.js';
 import { metric, modelUrlFromContainers, poolReady, startTestBerth, type TestBerth } from '../support/berth.js';
@@ -262,6 +263,48 @@ describe('a pooled agent is an agent', () => {
     const { stdout } = await exec('find', [sessionsDir, '-maxdepth', '1', '-name', '*-*-*-*-*']);
     // The deleted agents' sessions stay (hidden), as without the pool; the pooled engine's, never used, is gone.
     for (const id of sessionIds) assert.ok(!stdout.includes(id), `${id} is left in ${stdout}`);
+  });
+});
+
+describe('refilling after claims pause', () => {
+  let t: TestBerth;
+  before(async () => {
+    t = await startTestBerth({ SERVICE_POOL_SIZE: '2', SERVICE_AGENT_POOL_SIZE: '0', SERVICE_POOL_REFILL_PAUSE: '4s' });
+  });
+  after(async () => {
+    await t?.stop();
+  });
+
+  /** Engines the pool holds (ready or being started) stay at most `count` for `ms`. */
+  async function holdsAtMost(count: number, ms: number): Promise<void> {
+    const until = Date.now() + ms;
+    while (Date.now() < until) {
+      const held = t.berth.pools.ownContainerNames().length;
+      assert.ok(held <= count, `the pool started an engine while claims went on: ${held} held, at most ${count} expected`);
+      await delay(100);
+    }
+  }
+
+  it('starts no engine while runs follow each other; a run that finds none starts its own; the pool refills in the pause', async () => {
+    await poolReady(t, 2);
+    const hitsBefore = await metric(t, 'berth_pool_hits_total{pool="run"}');
+    const run = async (i: number) => {
+      const response = await t.request('POST', '/run', { prompt: `say: close together ${i}` });
+      assert.equal(response.status, 200, JSON.stringify(response.body));
+      assert.equal(response.body.output, `close together ${i}`);
+    };
+    await run(1);
+    await holdsAtMost(1, 1_000);
+    await run(2);
+    await holdsAtMost(0, 1_000);
+    // Nothing ready: this run starts the engine it takes, and is still a hit.
+    await run(3);
+    assert.equal(await metric(t, 'berth_pool_hits_total{pool="run"}'), hitsBefore + 3);
+    assert.equal(await metric(t, 'berth_pool_misses_total{pool="run",reason="empty"}'), 0);
+    await holdsAtMost(0, 1_000);
+    // Four seconds after the last claim the pool starts what it lacks.
+    await poolReady(t, 2);
+    assert.deepEqual(await t.leftovers(), []);
   });
 });
 

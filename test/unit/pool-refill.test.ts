@@ -9,7 +9,7 @@ test('with no free slot, a refill tries each missing engine once and retries lat
   let attempts = 0;
   const deps = {
     kind: 'run',
-    settings: { size: 3, maxAgeMs: 60_000 },
+    settings: { size: 3, maxAgeMs: 60_000, refillPauseMs: 500 },
     runtime: {},
     sessions: { removeUnused: async () => 0 },
     container: { engineAccess: { status: () => ({ mode: 'offline-model' }) } },

@@ -141,6 +141,8 @@ export class RunExecutor {
       return await this.watch(engine.containerId, context, context.plan.container.timeoutMs, async (stopped) => {
         engine.attached.stdin.write(`${turnLine(context.plan.prompt)}\n`);
         engine.attached.stdin.end();
+        // Nothing of the turn is read (so nothing answered) before the engine is the run's (see claim()).
+        await engine.handedOver;
         context.phases.mark();
         if (stopped()) await runtime.killContainer(engine.containerId);
         context.hooks?.onContainerStarted?.(engine.containerId);
