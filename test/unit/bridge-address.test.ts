@@ -8,14 +8,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BridgeAddresses } from '../../src/runtime/podman/bridge-address.js';
 
-async function fakeSysfs(interfaces: Record<string, { type: string; address: string }>): Promise<string> {
+/** Runs `use` with a fake /sys/class/net holding these interfaces, removed afterwards. */
+async function withSysfs(interfaces: Record<string, { type: string; address: string }>, use: (root: string) => Promise<void>): Promise<void> {
   const root = await mkdtemp(join(tmpdir(), 'berth-unit-sysfs-'));
-  for (const [name, { type, address }] of Object.entries(interfaces)) {
-    await mkdir(join(root, name));
-    await writeFile(join(root, name, 'addr_assign_type'), `${type}\n`);
-    await writeFile(join(root, name, 'address'), `${address}\n`);
+  try {
+    for (const [name, { type, address }] of Object.entries(interfaces)) {
+      await mkdir(join(root, name));
+      await writeFile(join(root, name, 'addr_assign_type'), `${type}\n`);
+      await writeFile(join(root, name, 'address'), `${address}\n`);
+    }
+    await use(root);
+  } finally {
+    await rm(root, { recursive: true, force: true });
   }
-  return root;
 }
 
 function harness(sysfs: string, interfaceOf: Record<string, string | undefined>, fail = false) {
@@ -38,64 +43,49 @@ function harness(sysfs: string, interfaceOf: Record<string, string | undefined>,
 }
 
 test('a bridge whose address the kernel chose gets that same address set explicitly', async () => {
-  const sysfs = await fakeSysfs({ podman0: { type: '1', address: '26:32:b5:8b:5a:dd' } });
-  try {
+  await withSysfs({ podman0: { type: '1', address: '26:32:b5:8b:5a:dd' } }, async (sysfs) => {
     const { bridges, set, warnings } = harness(sysfs, { podman: 'podman0' });
     await bridges.pin(['podman']);
     assert.deepEqual(set, [['podman0', '26:32:b5:8b:5a:dd']]);
     assert.deepEqual(warnings, []);
-  } finally {
-    await rm(sysfs, { recursive: true, force: true });
-  }
+  });
 });
 
 test('a bridge whose address is set already is left alone, and its interface is looked up once', async () => {
-  const sysfs = await fakeSysfs({ podman0: { type: '3', address: '26:32:b5:8b:5a:dd' } });
-  try {
+  await withSysfs({ podman0: { type: '3', address: '26:32:b5:8b:5a:dd' } }, async (sysfs) => {
     const { bridges, set, lookups } = harness(sysfs, { podman: 'podman0' });
     await bridges.pin(['podman']);
     await bridges.pin(['podman']);
     assert.deepEqual(set, []);
     assert.deepEqual(lookups, ['podman']);
-  } finally {
-    await rm(sysfs, { recursive: true, force: true });
-  }
+  });
 });
 
 test('networks without a host interface here, and unsafe interface names, are skipped', async () => {
-  const sysfs = await fakeSysfs({});
-  try {
+  await withSysfs({}, async (sysfs) => {
     const { bridges, set, warnings } = harness(sysfs, { rootless: 'podman0', macvlan: undefined, odd: '../../etc' });
     await bridges.pin(['rootless', 'macvlan', 'odd']);
     assert.deepEqual(set, []);
     assert.deepEqual(warnings, []);
-  } finally {
-    await rm(sysfs, { recursive: true, force: true });
-  }
+  });
 });
 
 test('a failure to set the address is warned about once and not retried at every start', async () => {
-  const sysfs = await fakeSysfs({ podman0: { type: '1', address: '02:00:00:00:00:01' } });
-  try {
+  await withSysfs({ podman0: { type: '1', address: '02:00:00:00:00:01' } }, async (sysfs) => {
     const { bridges, warnings } = harness(sysfs, { podman: 'podman0' }, true);
     await bridges.pin(['podman']);
     await bridges.pin(['podman']);
     assert.equal(warnings.length, 1);
     assert.match(warnings[0]!, /could not be fixed/);
-  } finally {
-    await rm(sysfs, { recursive: true, force: true });
-  }
+  });
 });
 
 test('a removed network is looked up again: its interface name may belong to another network by then', async () => {
-  const sysfs = await fakeSysfs({ podman3: { type: '3', address: '02:00:00:00:00:03' } });
-  try {
+  await withSysfs({ podman3: { type: '3', address: '02:00:00:00:00:03' } }, async (sysfs) => {
     const { bridges, lookups } = harness(sysfs, { stack: 'podman3' });
     await bridges.pin(['stack']);
     bridges.forget('stack');
     await bridges.pin(['stack']);
     assert.deepEqual(lookups, ['stack', 'stack']);
-  } finally {
-    await rm(sysfs, { recursive: true, force: true });
-  }
+  });
 });

@@ -237,12 +237,12 @@ export class JobService {
     await Promise.allSettled([...this.deliveryTasks]);
   }
 
-  /** Shutdown with `drain`: resolves once no job is queued or running (new ones are refused by then). */
   /** The ids of the jobs queued or running now (shutdown progress). */
   inFlightJobs(): string[] {
     return [...this.accepted.keys(), ...this.running.keys()];
   }
 
+  /** Shutdown with `drain`: resolves once no job is queued or running (new ones are refused by then). */
   async idle(pollMs = 100): Promise<void> {
     while (this.accepted.size > 0 || this.running.size > 0) await new Promise((resolve) => setTimeout(resolve, pollMs));
   }

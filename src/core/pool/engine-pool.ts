@@ -294,7 +294,8 @@ export class EnginePool {
    * promised: the same one engine start as without a pool, the rest of the pool left for a pause.
    */
   private startedForThisRun(): Promise<Entry | undefined> {
-    if (!this.closed && this.enabled && this.starting <= this.waiters.length && this.ready.length + this.starting < this.deps.settings.size) {
+    // (startEngines() itself does nothing once the pool is closed.)
+    if (this.starting <= this.waiters.length && this.ready.length + this.starting < this.deps.settings.size) {
       // Started for a run that waits for it: at the run's own CPU weight from the start.
       this.startEngines(1, 'claimed');
     }
@@ -411,11 +412,10 @@ export class EnginePool {
     let attached: AttachedContainer | undefined;
     try {
       const agent = this.deps.kind === 'agent';
-      const made = engineContainer(container, {
+      const { spec: runSpec, inputFiles } = engineContainer(container, {
         id: runId, plan: template, session, volumeSources: [], engineBinary, ...(agent ? { interactive: true } : { pooled: true }),
       });
-      const { inputFiles } = made;
-      const spec = weight === 'waiting' ? { ...made.spec, cpuShares: waitingCpuShares(made.spec.cpuShares) } : made.spec;
+      const spec = weight === 'waiting' ? { ...runSpec, cpuShares: waitingCpuShares(runSpec.cpuShares) } : runSpec;
       await container.inputs.write(runId, inputFiles);
       if (agent) await createTurnsFifo(container.inputs, runId);
       containerId = await runtime.createContainer(spec);
