@@ -144,6 +144,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
           port: config.engine.offlineModelPort,
           apiKey,
           allowedClients: await agentNetworkClients(runtime, config.agent.network),
+          log: (message) => logger.debug({ component: 'offline-model' }, message),
         }),
       config.instanceName,
       offlineModelHost(rootful, agentNetworkGateway),

@@ -4,7 +4,6 @@
 // it can be taken as a flag or a shell word, and its size is not bounded by the kernel's argv limits.
 import type { EngineFlags, LifecycleHooks } from './engine-flags.js';
 import { ENGINE_CONFIG_DIR, INPUT_DIR, PROMPT_FILE, SECRET_ENV_DIR, AGENT_INPUT_FIFO } from './layout.js';
-import { deriveSessionTitle, TITLE_FILE_NAME, TITLE_HOOK_SETTINGS, titleHookOutput } from './session-title.js';
 
 /** How the engine should treat sessions, with ids already chosen by Berth. */
 export type EngineSession =
@@ -70,13 +69,12 @@ export function buildEngineInvocation(options: {
   engineBinary: string;
   /**
    * A persistent agent: turns arrive on stdin as stream-json lines (`--input-format stream-json`), so
-   * there is no prompt file, no title hook and no partial-message events; options.prompt is ignored.
+   * there is no prompt file and no partial-message events; options.prompt is ignored.
    */
   interactive?: boolean;
   /**
    * A pre-started engine of the pool (core/pool): like a one-shot run of a new session, but the one prompt
-   * arrives later on stdin as a stream-json line; the title hook is installed and its file is written
-   * when the engine is claimed (options.prompt is ignored).
+   * arrives later on stdin as a stream-json line (options.prompt is ignored).
    */
   pooled?: boolean;
 }): EngineInvocation {
@@ -89,21 +87,10 @@ export function buildEngineInvocation(options: {
   const inputFiles: Record<string, string> = interactive ? {} : { prompt: options.prompt };
 
   switch (session.kind) {
-    case 'new': {
+    case 'new':
+      // Its title is Berth's to record (engine/session-title.ts), not the engine's.
       args.push('--session-id', session.sessionId);
-      // A new session is titled from its first prompt (session-title.ts); resumed and forked sessions
-      // keep the title their transcript already has.
-      if (pooled) {
-        args.push('--settings', TITLE_HOOK_SETTINGS);
-        break;
-      }
-      const title = interactive ? undefined : deriveSessionTitle(options.prompt);
-      if (title !== undefined) {
-        inputFiles[TITLE_FILE_NAME] = titleHookOutput(title);
-        args.push('--settings', TITLE_HOOK_SETTINGS);
-      }
       break;
-    }
     case 'resume':
       args.push('--resume', session.sessionId);
       break;

@@ -1,22 +1,11 @@
-// Session titles. The engine records a title (a `custom-title` transcript record) when a
-// UserPromptSubmit hook answers with `hookSpecificOutput.sessionTitle`. The hook runs inside the agent
-// container, where only /bin/sh is guaranteed: parsing the hook's JSON input there would need jq or a
-// hand-written JSON reader in shell. So Berth derives the title from the prompt here, uploads the hook's
-// answer as an input file, and the hook only prints that file with shell builtins (`read`, `printf`).
-// The engine itself then writes the title record, exactly as it would for any other hook.
-import { INPUT_DIR } from './layout.js';
+// Session titles. A new session is titled from its first prompt, recorded the way the engine records a title
+// itself: a `custom-title` record in the session's transcript, which the engine reads back (and re-appends)
+// when the session is resumed, and which `GET /sessions` lists. The engine writes that record when a
+// UserPromptSubmit hook names a title; Berth writes it instead, when it carries the run's transcript back
+// into the session (core/sessions/run-config-dirs.ts): a hook costs every first turn a shell start inside
+// the container (15-20 ms of a pooled run's ~150 ms), and Berth has the prompt anyway.
 
 export const TITLE_MAX_CHARS = 60;
-export const TITLE_FILE_NAME = 'session-title.json';
-
-/** The engine's flag settings (`--settings`) that install the title hook. Constant: no user text in argv. */
-export const TITLE_HOOK_SETTINGS = JSON.stringify({
-  hooks: {
-    UserPromptSubmit: [
-      { hooks: [{ type: 'command', command: `read -r line < ${INPUT_DIR}/${TITLE_FILE_NAME}; printf '%s\\n' "$line"`, timeout: 10 }] },
-    ],
-  },
-});
 
 /**
  * A short title from a prompt: its first line that has any text, control characters removed,
@@ -38,7 +27,30 @@ export function deriveSessionTitle(prompt: string): string | undefined {
   return `${head.trimEnd()}…`;
 }
 
-/** What the hook prints: one line, so the shell's `read` takes it whole. */
-export function titleHookOutput(title: string): string {
-  return `${JSON.stringify({ hookSpecificOutput: { hookEventName: 'UserPromptSubmit', sessionTitle: title } })}\n`;
+/** The engine's own title record, as one transcript line. */
+export function titleRecord(title: string, sessionId: string): string {
+  return `${JSON.stringify({ type: 'custom-title', customTitle: title, sessionId })}\n`;
+}
+
+/**
+ * A transcript with the title record appended, unless it already has a title record (a title the engine
+ * wrote is kept). A last line the engine left unfinished is ended first, so the record is a line of its own.
+ */
+export function withTitle(transcript: Buffer, title: string, sessionId: string): Buffer {
+  if (hasTitleRecord(transcript)) return transcript;
+  const ending = transcript.length > 0 && transcript[transcript.length - 1] !== 0x0a ? '\n' : '';
+  return Buffer.concat([transcript, Buffer.from(`${ending}${titleRecord(title, sessionId)}`)]);
+}
+
+function hasTitleRecord(transcript: Buffer): boolean {
+  if (!transcript.includes('"custom-title"')) return false;
+  for (const line of transcript.toString('utf8').split('\n')) {
+    if (!line.includes('"custom-title"')) continue;
+    try {
+      if ((JSON.parse(line) as { type?: unknown }).type === 'custom-title') return true;
+    } catch {
+      // A broken line is no record.
+    }
+  }
+  return false;
 }

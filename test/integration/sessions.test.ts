@@ -66,13 +66,18 @@ describe('resume', () => {
 });
 
 describe('titles', () => {
-  it('come from the first prompt, through the engine\'s prompt-submit hook', async () => {
+  it('come from the first prompt, recorded as the engine\'s own title record, kept on resume and inherited by a fork', async () => {
     const { session_id } = await run({ prompt: 'Summarise the quarterly numbers for the board meeting next week please\nsay: ok' });
-    const listed = (await t.request('GET', '/sessions')).body.sessions.find((s: { id: string }) => s.id === session_id);
-    assert.deepEqual(listed, { id: session_id, title: 'Summarise the quarterly numbers for the board meeting next…' });
-    // The engine wrote the record itself: Berth only read it back.
+    const title = 'Summarise the quarterly numbers for the board meeting next…';
+    const listed = async (id: string) => (await t.request('GET', '/sessions')).body.sessions.find((s: { id: string }) => s.id === id);
+    assert.deepEqual(await listed(session_id), { id: session_id, title });
     const [file] = await transcriptFiles(join(sessionsDir(), session_id), session_id);
     assert.match(readFileSync(file!, 'utf8'), /"type":"custom-title","customTitle":"Summarise the quarterly/);
+    // The engine reads the record back: a resumed run keeps the title, a fork inherits it.
+    await run({ prompt: 'say: later', engine: { session_id, resume: true } });
+    assert.deepEqual(await listed(session_id), { id: session_id, title });
+    const fork = await run({ prompt: 'say: branch', engine: { session_id, fork_session: true } });
+    assert.deepEqual(await listed(fork.session_id), { id: fork.session_id, title });
   });
 });
 

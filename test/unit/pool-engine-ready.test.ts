@@ -1,10 +1,11 @@
-// The initialize handshake of a pooled agent engine, on a fake attachment: the answer may arrive in
-// pieces, stderr and bytes after the answer are handed on, an engine that ends or stays silent fails.
+// The preparation of a pooled engine (initialize, then the warm-up request), on a fake attachment: the
+// answers may arrive in pieces, are not handed on, stderr and bytes after the warm-up answer are; the engine
+// is ready only after the warm-up answer (an error answer counts); one that ends or stays silent fails.
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import { awaitEngineReady, EngineNotReadyError } from '../../src/core/pool/engine-ready.js';
-import { READY_REQUEST } from '../../src/engine/stream-json-input.js';
+import { READY_REQUEST, WARM_REQUEST } from '../../src/engine/stream-json-input.js';
 import type { AttachedContainer, OutputChunk } from '../../src/runtime/container-runtime.js';
 
 function fakeAttachment(chunks: readonly OutputChunk[], options: { readonly hang?: boolean } = {}) {
@@ -24,7 +25,8 @@ function fakeAttachment(chunks: readonly OutputChunk[], options: { readonly hang
 
 const out = (text: string): OutputChunk => ({ stream: 'stdout', data: Buffer.from(text) });
 const err = (text: string): OutputChunk => ({ stream: 'stderr', data: Buffer.from(text) });
-const answer = '{"type":"control_response","response":{"subtype":"success","request_id":"berth-ready"}}';
+const readyAnswer = '{"type":"control_response","response":{"subtype":"success","request_id":"berth-ready"}}';
+const answer = '{"type":"control_response","response":{"subtype":"success","request_id":"berth-warm","response":{"categories":[]}}}';
 
 async function collect(output: AsyncIterable<OutputChunk>): Promise<string[]> {
   const seen: string[] = [];
@@ -32,13 +34,27 @@ async function collect(output: AsyncIterable<OutputChunk>): Promise<string[]> {
   return seen;
 }
 
-test('writes the initialize request and hands on stderr and what follows the answer', async () => {
-  const { attached, written } = fakeAttachment([err('warming up\n'), out(answer.slice(0, 20)), out(`${answer.slice(20)}\n{"type":"system"`), out('}\n')]);
+test('writes the initialize and warm-up requests and hands on stderr and what follows the warm-up answer', async () => {
+  const { attached, written } = fakeAttachment([
+    err('warming up\n'), out(`${readyAnswer}\n`), out(answer.slice(0, 20)), out(`${answer.slice(20)}\n{"type":"system"`), out('}\n'),
+  ]);
   const ready = await awaitEngineReady(attached, 1_000);
   await new Promise((resolve) => setImmediate(resolve));
-  assert.deepEqual(written, [`${READY_REQUEST}\n`]);
+  assert.deepEqual(written, [`${READY_REQUEST}\n${WARM_REQUEST}\n`]);
+  assert.deepEqual(JSON.parse(WARM_REQUEST), { type: 'control_request', request_id: 'berth-warm', request: { subtype: 'get_context_usage', detail: 'summary' } });
   assert.deepEqual(await collect(ready.output), ['stderr:warming up\n', 'stdout:{"type":"system"', 'stdout:}\n']);
   assert.equal(ready.stdin, attached.stdin);
+});
+
+test('an engine that answered only the initialize request is not ready yet', async () => {
+  const { attached } = fakeAttachment([out(`${readyAnswer}\n`)], { hang: true });
+  await assert.rejects(awaitEngineReady(attached, 50), EngineNotReadyError);
+});
+
+test('an engine that refuses the warm-up request is ready all the same (a later engine may not know it)', async () => {
+  const refusal = '{"type":"control_response","response":{"subtype":"error","request_id":"berth-warm","error":"unsupported"}}';
+  const { attached } = fakeAttachment([out(`${readyAnswer}\n${refusal}\n`)], { hang: true });
+  await awaitEngineReady(attached, 1_000);
 });
 
 test('an engine that exits before it answers is not ready', async () => {
@@ -48,5 +64,5 @@ test('an engine that exits before it answers is not ready', async () => {
 
 test('an engine that stays silent is not ready after the timeout', async () => {
   const { attached } = fakeAttachment([], { hang: true });
-  await assert.rejects(awaitEngineReady(attached, 50), /did not answer its initialize request within 0.05 s/);
+  await assert.rejects(awaitEngineReady(attached, 50), /did not answer its initialize and warm-up requests within 0.05 s/);
 });

@@ -2,7 +2,7 @@
 // writes them: ids checked before any path is built, busy locks, listing, paging, deletion.
 import { SOLE_CALLER } from '../../src/core/auth/caller.js';
 import assert from 'node:assert/strict';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, mkdtempSync, readdirSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { execFileSync } from 'node:child_process';
@@ -292,6 +292,34 @@ describe('runs taking sessions', () => {
     assert.equal((await service.messages(A, {}, SOLE_CALLER)).total, 2);
   });
 
+  it('titles a new session in its transcript when the run ends, as the engine records a title', async () => {
+    const run = await store.prepare({ kind: 'new' }, '/workspace', { owner: '', presetId: A });
+    await run.recordTitle!('Fix the login bug');
+    writeRunTranscript(run, A, conversation(1));
+    await run.release();
+    const lines = readFileSync(join(store.dir, A, 'projects', '-workspace', `${A}.jsonl`), 'utf8').trimEnd().split('\n');
+    assert.deepEqual(JSON.parse(lines.at(-1)!), { type: 'custom-title', customTitle: 'Fix the login bug', sessionId: A });
+    assert.equal(lines.length, 3);
+    assert.deepEqual((await service.list(SOLE_CALLER)).map((session) => session.title), ['Fix the login bug']);
+  });
+
+  it('keeps a title the engine wrote itself', async () => {
+    const run = await store.prepare({ kind: 'new' }, '/workspace', { owner: '', presetId: A });
+    await run.recordTitle!('from the prompt');
+    writeRunTranscript(run, A, [{ type: 'custom-title', customTitle: 'renamed by the engine', sessionId: A }, ...conversation(1)]);
+    await run.release();
+    assert.deepEqual((await service.list(SOLE_CALLER)).map((session) => session.title), ['renamed by the engine']);
+  });
+
+  it('titles only sessions a run creates new: a resumed, forked or ephemeral run has no title to record', async () => {
+    writeSession(A, conversation(1));
+    for (const [intent, presetId] of [[{ kind: 'resume', sessionId: A }, undefined], [{ kind: 'fork', fromSessionId: A }, B], [{ kind: 'ephemeral' }, C]] as const) {
+      const run = await store.prepare(intent, '/workspace', { owner: '', ...(presetId ? { presetId } : {}) });
+      assert.equal(run.recordTitle, undefined, intent.kind);
+      await run.release();
+    }
+  });
+
   it('forks into a copy, leaving the original untouched and dropping its transcript from the copy', async () => {
     writeSession(A, [{ type: 'custom-title', customTitle: 't' }, ...conversation(1)]);
     const before = tree(join(store.dir, A));
@@ -357,8 +385,19 @@ describe('a run cut off by a crash of Berth', () => {
     assert.deepEqual(readdirSync(join(next.dir, '.runs')), []);
   });
 
+  it('titles the session it carries back after the crash', async () => {
+    const run = await store.prepare({ kind: 'new' }, '/workspace', { owner: '', presetId: A, runId: 'run-cut-off' });
+    await run.recordTitle!('Fix the login bug');
+    writeRunTranscript(run, A, conversation(1));
+    const next = new SessionStore(join(root, 'sessions'), '/host/sessions', { transcriptLimitBytes: 1024 * 1024 });
+    await next.init();
+    const titles = (await new SessionService({ store: next, maxPageSize: 10 }).list(SOLE_CALLER)).map((session) => session.title);
+    assert.deepEqual(titles, ['Fix the login bug']);
+  });
+
   it('keeps the directory of a run the next process follows again', async () => {
-    await store.prepare({ kind: 'new' }, '/workspace', { owner: '', presetId: A, runId: 'run-still-running' });
+    const run = await store.prepare({ kind: 'new' }, '/workspace', { owner: '', presetId: A, runId: 'run-still-running' });
+    await run.recordTitle!('Fix the login bug');
     const next = new SessionStore(join(root, 'sessions'), '/host/sessions', { transcriptLimitBytes: 1024 * 1024 });
     await next.init(new Set(['run-still-running']));
     assert.deepEqual(readdirSync(join(next.dir, '.runs')).sort(), ['run-still-running', 'run-still-running.session']);
@@ -367,6 +406,8 @@ describe('a run cut off by a crash of Berth', () => {
     writeRunTranscript({ mountPath: reclaimed.mountPath }, A, conversation(2));
     await reclaimed.release();
     assert.equal((await new SessionService({ store: next, maxPageSize: 10 }).messages(A, {}, SOLE_CALLER)).total, 4);
+    // Titled as the run's first process noted it.
+    assert.deepEqual((await new SessionService({ store: next, maxPageSize: 10 }).list(SOLE_CALLER)).map((session) => session.title), ['Fix the login bug']);
     assert.deepEqual(readdirSync(join(next.dir, '.runs')), []);
   });
 });

@@ -1,15 +1,10 @@
-// Session titles: derived from the first prompt, handed to the engine by a UserPromptSubmit hook that
-// only needs /bin/sh, and read back from the engine's custom-title records.
+// Session titles: derived from the first prompt, recorded by Berth in the transcript as the engine's own
+// custom-title record (no hook in the engine), and read back from the last such record.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
-import { deriveSessionTitle, TITLE_FILE_NAME, TITLE_HOOK_SETTINGS, TITLE_MAX_CHARS, titleHookOutput } from '../../src/engine/session-title.js';
-import { sessionTitle } from '../../src/engine/transcript.js';
+import { describe, it } from 'node:test';
+import { deriveSessionTitle, TITLE_MAX_CHARS, titleRecord, withTitle } from '../../src/engine/session-title.js';
+import { sessionTitle, type TranscriptRecord } from '../../src/engine/transcript.js';
 import { buildEngineInvocation, type EngineSession } from '../../src/engine/command.js';
-import { INPUT_DIR } from '../../src/engine/layout.js';
 
 describe('deriving a title from the first prompt', () => {
   it('takes the first line that has text', () => {
@@ -43,57 +38,58 @@ describe('deriving a title from the first prompt', () => {
   });
 });
 
-describe('the title hook', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'berth-title-hook-'));
-  after(() => rmSync(dir, { recursive: true, force: true }));
-  const hookCommand = (JSON.parse(TITLE_HOOK_SETTINGS) as { hooks: { UserPromptSubmit: [{ hooks: [{ command: string }] }] } }).hooks.UserPromptSubmit[0].hooks[0]
-    .command;
+describe('the title record Berth writes into a new session\'s transcript', () => {
+  const id = '11111111-1111-4111-8111-111111111111';
+  const conversation = Buffer.from('{"type":"user","message":{"role":"user","content":"x"}}\n');
 
-  it('is a UserPromptSubmit command hook reading the uploaded title file', () => {
-    assert.ok(hookCommand.includes(`${INPUT_DIR}/${TITLE_FILE_NAME}`));
-  });
-
-  const awkward = ['plain', 'quotes " and \' and `backticks` $HOME $(id)', 'back\\slash \\n %s %d', 'ünïcødé ✓ 😀 中文'];
+  const awkward = ['plain', 'quotes " and \' and `backticks` $HOME $(id)', 'back\\slash \\n %s %d', 'ünïcødé ✓ 😀 中文', 'line\u2028separator'];
   for (const title of awkward) {
-    it(`prints the engine's hook answer for ${JSON.stringify(title)} with /bin/sh builtins only`, () => {
-      writeFileSync(join(dir, TITLE_FILE_NAME), titleHookOutput(title));
-      const output = execFileSync('/bin/sh', ['-c', hookCommand.replaceAll(INPUT_DIR, dir)], { env: { PATH: '' }, stdio: ['ignore', 'pipe', 'pipe'] }).toString();
-      assert.deepEqual(JSON.parse(output), { hookSpecificOutput: { hookEventName: 'UserPromptSubmit', sessionTitle: title } });
+    it(`is the engine's custom-title record, one line, read back as ${JSON.stringify(title)}`, () => {
+      const titled = withTitle(conversation, title, id).toString('utf8');
+      const lines = titled.trimEnd().split('\n');
+      assert.equal(lines.length, 2);
+      assert.deepEqual(JSON.parse(lines[1]!), { type: 'custom-title', customTitle: title, sessionId: id });
+      assert.equal(sessionTitle(lines.map((line) => JSON.parse(line) as TranscriptRecord)), title);
     });
   }
 
-  it('answers on one line', () => {
-    assert.equal(titleHookOutput('a\u2028b').split('\n').length, 2);
+  it('is appended on a line of its own after a last line the engine did not finish', () => {
+    const titled = withTitle(Buffer.from('{"type":"user"}\n{"type":"assis'), 'T', id).toString('utf8');
+    assert.equal(titled, `{"type":"user"}\n{"type":"assis\n${titleRecord('T', id)}`);
+  });
+
+  it('is not added when the transcript has a title record already (the engine\'s own is kept)', () => {
+    const own = Buffer.from(`${titleRecord('renamed', id)}{"type":"user"}\n`);
+    assert.equal(withTitle(own, 'from the prompt', id), own);
+  });
+
+  it('is added when "custom-title" appears only inside a message', () => {
+    const mention = Buffer.from('{"type":"user","message":{"role":"user","content":"what is a \\"custom-title\\" record?"}}\n');
+    assert.equal(withTitle(mention, 'T', id).toString('utf8'), `${mention.toString('utf8')}${titleRecord('T', id)}`);
   });
 });
 
-describe('installing the hook', () => {
+describe('the engine command', () => {
   const engine = {};
-  const invoke = (session: EngineSession, prompt = 'Fix the login bug') =>
-    buildEngineInvocation({ engine, session, prompt, modelBaseUrl: 'http://model', offlineModel: true, engineBinary: '/opt/claude/claude' });
+  const invoke = (session: EngineSession, options: { readonly pooled?: boolean } = {}) =>
+    buildEngineInvocation({ engine, session, prompt: 'Fix the login bug', modelBaseUrl: 'http://model', offlineModel: true, engineBinary: '/opt/claude/claude', ...options });
   const id = '11111111-1111-4111-8111-111111111111';
 
-  it('happens for a new session, with the title as an input file', () => {
-    const invocation = invoke({ kind: 'new', sessionId: id });
-    const args = invocation.command.slice(4);
-    assert.equal(args[args.indexOf('--settings') + 1], TITLE_HOOK_SETTINGS);
-    assert.equal(invocation.inputFiles[TITLE_FILE_NAME], titleHookOutput('Fix the login bug'));
-  });
-
   for (const session of [
+    { kind: 'new', sessionId: id },
     { kind: 'resume', sessionId: id },
     { kind: 'fork', fromSessionId: id, sessionId: '22222222-1111-4111-8111-111111111111' },
     { kind: 'ephemeral', sessionId: id },
   ] as const) {
-    it(`does not happen for a ${session.kind} run`, () => {
+    it(`installs no hook for a ${session.kind} run: the title costs the engine nothing`, () => {
       const invocation = invoke(session);
       assert.ok(!invocation.command.includes('--settings'));
-      assert.equal(invocation.inputFiles[TITLE_FILE_NAME], undefined);
+      assert.deepEqual(Object.keys(invocation.inputFiles), ['prompt']);
     });
   }
 
-  it('does not happen when the prompt has no text', () => {
-    assert.ok(!invoke({ kind: 'new', sessionId: id }, '   ').command.includes('--settings'));
+  it('installs no hook in a pooled engine', () => {
+    assert.ok(!invoke({ kind: 'new', sessionId: id }, { pooled: true }).command.includes('--settings'));
   });
 });
 

@@ -1,7 +1,7 @@
 // A pool of pre-started engines: containers created exactly as a run (or a persistent agent) of the default
 // request would be (image, engine mount, credential, limits, network, hardening, labels, a fresh session
-// with a pre-chosen id; a run's engine also the title hook), each with the engine already running and
-// waiting on stdin, at a lower CPU weight until claimed. A matching run claims one (pool-match.ts): a ready
+// with a pre-chosen id), each with the engine already running, warmed up (engine-ready.ts) and waiting on
+// stdin, at a lower CPU weight until claimed. A matching run claims one (pool-match.ts): a ready
 // one, else one being started that no other claim waits for. It writes its prompt and is then supervised
 // and removed like any run; a matching agent takes one over as its container. A pooled container is never
 // used twice. The pool refills in the background, only while the server has a free container slot.
@@ -12,7 +12,7 @@ import type { RunPlan } from '../run-plan.js';
 import type { PreparedSession, SessionStore } from '../sessions/session-store.js';
 import { engineContainer, type EngineContainerSettings } from '../runs/engine-container.js';
 import type { ContainerSlots } from '../runs/container-slots.js';
-import { deriveSessionTitle, TITLE_FILE_NAME, titleHookOutput } from '../../engine/session-title.js';
+import { deriveSessionTitle } from '../../engine/session-title.js';
 import { poolMissReason, type MissReason } from './pool-match.js';
 import { awaitEngineReady } from './engine-ready.js';
 import { attachAgent, createTurnsFifo } from '../agents/agent-attachment.js';
@@ -21,9 +21,9 @@ import { attachAgent, createTurnsFifo } from '../agents/agent-attachment.js';
 export const POOL_OWNER_PREFIX = '\u0000berth-pool:';
 
 /**
- * What the pool's engines are for. `run`: one prompt on stdin in stream-json, with the title hook and
- * partial messages (engine/command.ts `pooled`). `agent`: a persistent agent's engine (turns on stdin,
- * `interactive`), already past its initialize handshake, so the agent is idle as soon as it is claimed.
+ * What the pool's engines are for. `run`: one prompt on stdin in stream-json, with partial messages
+ * (engine/command.ts `pooled`); the session is titled from it. `agent`: a persistent agent's engine (turns
+ * on stdin, `interactive`), already past its initialize handshake, so the agent is idle as soon as it is claimed.
  */
 export type PoolKind = 'run' | 'agent';
 
@@ -156,12 +156,12 @@ export class EnginePool {
   }
 
   private missReason(plan: RunPlan): MissReason | undefined {
-    return poolMissReason(plan, this.deps.template, { titled: this.deps.kind === 'run' });
+    return poolMissReason(plan, this.deps.template);
   }
 
   /**
    * A pre-started engine for this run, or undefined (the miss is counted by reason). The engine's session
-   * becomes the caller's; its title is written for the engine's title hook.
+   * becomes the caller's (a run's is titled from its prompt).
    */
   async claim(plan: RunPlan, owner: string): Promise<PooledEngine | undefined> {
     if (!this.enabled || this.closed) return undefined;
@@ -173,24 +173,24 @@ export class EnginePool {
     const entry = (await this.takeFresh()) ?? (this.deps.kind === 'run' ? await this.startedForThisRun() : undefined);
     this.refillWhenQuiet();
     if (!entry) return this.missed(this.lastStale ? 'stale' : 'empty');
-    // The title is read by the engine's hook as soon as the prompt arrives: written first. The run's CPU
-    // weight and the session's owner are Podman's and the session store's work (about 15 ms): a run writes
-    // its prompt meanwhile and waits for them before it answers (handedOver); an agent waits here.
+    // The run's CPU weight, the session's owner and a run's title are Podman's and the session store's work
+    // (about 15 ms): a run writes its prompt meanwhile and waits for them before it answers (handedOver); an
+    // agent waits here.
+    const title = this.deps.kind === 'run' ? deriveSessionTitle(plan.prompt) : undefined;
     const handedOver = Promise.all([
       this.deps.runtime.setCpuShares(entry.containerId, this.deps.template.container.cpuShares),
       this.deps.sessions.assignOwner(entry.session.sessionId, owner),
+      title === undefined ? undefined : entry.session.recordTitle?.(title),
     ]).then(() => undefined);
     handedOver.catch(() => undefined);
-    try {
-      if (this.deps.kind === 'run') {
-        await this.deps.container.inputs.add(entry.runId, [{ name: TITLE_FILE_NAME, content: titleHookOutput(deriveSessionTitle(plan.prompt)!) }]);
-      } else {
+    if (this.deps.kind === 'agent') {
+      try {
         await handedOver;
+      } catch (error) {
+        this.deps.log.warn({ err: error, runId: entry.runId }, 'a pooled engine could not be handed over; it is removed');
+        await this.dispose(entry);
+        return this.missed('stale');
       }
-    } catch (error) {
-      this.deps.log.warn({ err: error, runId: entry.runId }, 'a pooled engine could not be handed over; it is removed');
-      await this.dispose(entry);
-      return this.missed('stale');
     }
     // From here the caller's slot covers the container.
     entry.releaseSlot();

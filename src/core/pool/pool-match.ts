@@ -8,21 +8,17 @@
 // permission mode) after start: the engine reports its start-up model and mode in the session's `init`
 // event, so a switched engine would not give exactly what a fresh start with the option gives; such runs miss.
 import type { EnginePlan, RunPlan } from '../run-plan.js';
-import { deriveSessionTitle } from '../../engine/session-title.js';
 
 export const MISS_REASONS = [
-  'session', 'image', 'workdir', 'volumes', 'secrets', 'limits', 'lifecycle', 'environment', 'engine_options', 'untitled', 'empty', 'stale',
+  'session', 'image', 'workdir', 'volumes', 'secrets', 'limits', 'lifecycle', 'environment', 'engine_options', 'empty', 'stale',
 ] as const;
 export type MissReason = (typeof MISS_REASONS)[number];
 
 /** Engine plan keys that do not change the engine's command line or environment. */
 const FREE_ENGINE_KEYS = new Set<keyof EnginePlan>(['output_format']);
 
-/**
- * Why a run cannot use a pooled engine made for `template`, or undefined when it can. `titled`: the pool's
- * engines carry the title hook (a run's do, an agent's do not), so the prompt must yield a title.
- */
-export function poolMissReason(plan: RunPlan, template: RunPlan, options: { readonly titled: boolean } = { titled: true }): MissReason | undefined {
+/** Why a run cannot use a pooled engine made for `template`, or undefined when it can. */
+export function poolMissReason(plan: RunPlan, template: RunPlan): MissReason | undefined {
   if (plan.session.kind !== 'new') return 'session';
   const container = plan.container;
   const model = template.container;
@@ -34,8 +30,6 @@ export function poolMissReason(plan: RunPlan, template: RunPlan, options: { read
   if (container.lifecycle !== undefined) return 'lifecycle';
   if (container.environment !== undefined) return 'environment';
   if (!sameEngineCommand(plan.engine, template.engine)) return 'engine_options';
-  // The title hook is installed in every pooled engine; a prompt with no text to title would make it fail.
-  if (options.titled && deriveSessionTitle(plan.prompt) === undefined) return 'untitled';
   return undefined;
 }
 

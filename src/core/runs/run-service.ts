@@ -8,6 +8,7 @@ import type { RunRequest } from '../run-request.js';
 import type { EnvironmentPlan, RunPlan } from '../run-plan.js';
 import type { StackAttachment, Stacks } from '../compose/stacks.js';
 import type { EnginePool, PooledEngine } from '../pool/engine-pool.js';
+import { deriveSessionTitle } from '../../engine/session-title.js';
 import type { ContainerRuntime } from '../../runtime/container-runtime.js';
 import { validateRunRequest } from '../validation/validate-run.js';
 import type { SessionStore, PreparedSession } from '../sessions/session-store.js';
@@ -238,13 +239,20 @@ export class RunService {
     }
     const runId = options.runId ?? newRunId();
     // The run's configuration directory is named by its run id: a later process can follow the run again.
-    const session = await phases.measure('session', () =>
-      this.deps.sessions.prepare(plan.session, plan.workdir, {
+    const session = await phases.measure('session', async () => {
+      const prepared = await this.deps.sessions.prepare(plan.session, plan.workdir, {
         owner: options.caller.owner,
         runId,
         ...(options.sessionId !== undefined ? { presetId: options.sessionId } : {}),
-      }),
-    );
+      });
+      // A new run session is titled from its prompt; an agent's session is not listed.
+      const title = options.purpose === 'agent' ? undefined : deriveSessionTitle(plan.prompt);
+      if (title !== undefined) await prepared.recordTitle?.(title).catch(async (error: unknown) => {
+        await prepared.release();
+        throw error;
+      });
+      return prepared;
+    });
     phases.mark();
     return { runId, plan, session, phases, slot, engineBinary };
   }

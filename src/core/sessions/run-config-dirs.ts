@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { chmod, lstat, mkdir, open, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, relative } from 'node:path';
 import { readListedFile, TranscriptRefused, transcriptFiles } from '../../engine/transcript.js';
+import { withTitle } from '../../engine/session-title.js';
 
 export interface RunConfigDir {
   /** Berth's path of the directory. */
@@ -28,6 +29,13 @@ export interface CarriedBack {
 
 /** Suffix of the note beside a run's directory naming the session its transcript belongs to. */
 const SIDECAR = '.session';
+
+/** The note: the session, the project of the run's workdir, and the title a new session gets. */
+interface SessionNote {
+  readonly sessionId: string;
+  readonly workdirProject: string;
+  readonly title?: string;
+}
 
 export class RunConfigDirs {
   constructor(
@@ -60,7 +68,7 @@ export class RunConfigDirs {
    * engine wrote is still carried into its session, so that the caller can resume the session.
    */
   private async salvage(name: string): Promise<void> {
-    const note = JSON.parse(await readFile(join(this.root, `${name}${SIDECAR}`), 'utf8')) as { sessionId: string; workdirProject: string };
+    const note = JSON.parse(await readFile(join(this.root, `${name}${SIDECAR}`), 'utf8')) as SessionNote;
     const sessionDir = join(dirname(this.root), note.sessionId);
     const run = await this.existing(name, note.workdirProject, sessionDir);
     if (!run || !(await lstat(sessionDir).catch(() => undefined))?.isDirectory()) return;
@@ -90,7 +98,7 @@ export class RunConfigDirs {
     const dir = join(this.root, name);
     // Beside the directory, out of the container's reach: which session the run's transcript belongs to,
     // for a later start to carry it back should this process die during the run (see init).
-    if (keeps !== undefined) await writeFile(join(this.root, `${name}${SIDECAR}`), JSON.stringify({ sessionId: keeps, workdirProject }), { mode: 0o600 });
+    if (keeps !== undefined) await writeNote(join(this.root, `${name}${SIDECAR}`), { sessionId: keeps, workdirProject });
     // Written by whichever user the image runs as (uid 1000 in the default image, root in others, all
     // mapped to unprivileged host ids), so world-writable; only Berth can reach it on the host (0700 root).
     await mkdir(dir, { mode: 0o777 });
@@ -110,17 +118,33 @@ export class RunConfigDirs {
     return { dir, projects, hostPath: join(this.hostRoot, name) };
   }
 
-  /** Copies this session's transcripts from a run's directory into the session's own (Berth-only) directory. */
+  /**
+   * Notes the title of the new session the run's transcript belongs to; carryBack() records it in the
+   * transcript. Kept in the note, so that a run followed again, or salvaged, after a restart is titled too.
+   */
+  async noteTitle(run: RunConfigDir, title: string): Promise<void> {
+    const path = `${run.dir}${SIDECAR}`;
+    const note = JSON.parse(await readFile(path, 'utf8')) as SessionNote;
+    await writeNote(path, { ...note, title });
+  }
+
+  /**
+   * Copies this session's transcripts from a run's directory into the session's own (Berth-only) directory,
+   * with the title noted for the session (noteTitle) when a transcript has none.
+   */
   async carryBack(run: RunConfigDir, sessionId: string, sessionDir: string): Promise<CarriedBack> {
     let files = 0;
     const refused: string[] = [];
+    const note = await readFile(`${run.dir}${SIDECAR}`, 'utf8').then((text) => JSON.parse(text) as SessionNote, () => undefined);
     for (const file of await transcriptFiles(run.dir, sessionId)) {
       if (!run.projects.has(basename(dirname(file)))) {
         refused.push(`${relative(run.dir, file)} is not under the run's workdir or a project it resumed`);
         continue;
       }
       try {
-        await writeInto(sessionDir, relative(run.dir, file), await readListedFile(file, this.limitBytes), { dirMode: 0o700, fileMode: 0o600 });
+        const transcript = await readListedFile(file, this.limitBytes);
+        const titled = note?.title !== undefined && note.sessionId === sessionId ? withTitle(transcript, note.title, sessionId) : transcript;
+        await writeInto(sessionDir, relative(run.dir, file), titled, { dirMode: 0o700, fileMode: 0o600 });
         files++;
       } catch (error) {
         if (!(error instanceof TranscriptRefused) && (error as NodeJS.ErrnoException).code !== 'ELOOP') throw error;
@@ -135,6 +159,13 @@ export class RunConfigDirs {
     await rm(run.dir, { recursive: true, force: true });
     await rm(`${run.dir}${SIDECAR}`, { force: true });
   }
+}
+
+/** Writes a run's note atomically: a note cut in half by a crash would lose the run's transcript at the next start. */
+async function writeNote(path: string, note: SessionNote): Promise<void> {
+  const temporary = `${path}.${randomBytes(6).toString('hex')}.tmp`;
+  await writeFile(temporary, JSON.stringify(note), { mode: 0o600 });
+  await rename(temporary, path);
 }
 
 /** Writes `projects/<project>/<id>.jsonl` below `root` atomically (temporary file, then rename). */

@@ -37,6 +37,11 @@ export interface PreparedSession {
   readonly mountPath: string;
   /** Whether the session outlives the run (false for no_persistence). */
   readonly persistent: boolean;
+  /**
+   * Only for a session the run creates new: gives it its title (engine/session-title.ts), recorded in its
+   * transcript when the run ends.
+   */
+  readonly recordTitle?: (title: string) => Promise<void>;
   release(): Promise<void>;
 }
 
@@ -392,6 +397,7 @@ export class SessionStore {
       engineSession,
       mountPath: run.hostPath,
       persistent: true,
+      ...(engineSession.kind === 'new' ? { recordTitle: (title: string) => this.runs.noteTitle(run, title) } : {}),
       release: async () => {
         try {
           const carried = await this.runs.carryBack(run, sessionId, dir);
