@@ -156,10 +156,25 @@ describe('a pooled run is a run', () => {
     assert.deepEqual(await pooled.leftovers(), []);
   });
 
-  it('an engine waits at an eighth of a run\'s CPU weight, and a claimed one runs at the run\'s own', async () => {
-    await poolReady(pooled, 2);
+  it('an engine starts at an eighth of a run\'s CPU weight, and waits and runs at the run\'s own', async () => {
     const runShares = pooled.config.agent.defaultCpuShares;
-    for (const id of pooled.berth.pools.run.readyContainers()) assert.equal(await cpuShares(id), waitingCpuShares(runShares));
+    // Empty the pool, then watch a refill: starting engines have the low weight until they are ready.
+    await poolReady(pooled, 2);
+    await Promise.all([0, 1].map((i) => pooled.request('POST', '/run', { prompt: `say: drain ${i}` })));
+    const isReady = (id: string) => pooled.berth.pools.run.readyContainers().includes(id);
+    const starting = await waitFor('an engine being started', async () => {
+      for (const name of pooled.berth.pools.run.ownContainerNames()) {
+        const id = (await exec('podman', ['inspect', '--format', '{{.Id}}', name]).catch(() => undefined))?.stdout.trim();
+        if (!id || isReady(id)) continue;
+        const shares = await cpuShares(id).catch(() => undefined);
+        // Read while the engine was still starting (it becomes ready in the same tick its weight is raised).
+        if (shares !== undefined && !isReady(id)) return shares;
+      }
+      return undefined;
+    });
+    assert.equal(starting, waitingCpuShares(runShares));
+    await poolReady(pooled, 2);
+    for (const id of pooled.berth.pools.run.readyContainers()) assert.equal(await cpuShares(id), runShares);
     const hitsBefore = await metric(pooled, 'berth_pool_hits_total{pool="run"}');
     const job = await pooled.request('POST', '/run/async', { prompt: 'run: /bin/sleep 4\nsay: weighed' });
     assert.equal(job.status, 200, JSON.stringify(job.body));

@@ -1,7 +1,7 @@
 // A pool of pre-started engines: containers created exactly as a run (or a persistent agent) of the default
 // request would be (image, engine mount, credential, limits, network, hardening, labels, a fresh session
 // with a pre-chosen id), each with the engine already running, warmed up (engine-ready.ts) and waiting on
-// stdin, at a lower CPU weight until claimed. A matching run claims one (pool-match.ts): a ready
+// stdin; it starts at a lower CPU weight and waits at the run's own. A matching run claims one (pool-match.ts): a ready
 // one, else one being started that no other claim waits for. It writes its prompt and is then supervised
 // and removed like any run; a matching agent takes one over as its container. A pooled container is never
 // used twice. The pool refills in the background, only while the server has a free container slot.
@@ -68,8 +68,8 @@ export interface PooledEngine {
   /** Removes the claimed engine when its run or agent will not use it after all. */
   discard(): Promise<void>;
   /**
-   * Settles once the engine runs at its claimant's CPU weight and its session is the claimant's; a run
-   * writes its prompt before and waits for it before it answers. Rejected: the engine must not be used.
+   * Settles once the engine's session is the claimant's (and a run's titled); a run writes its prompt before
+   * and waits for it before it answers. Rejected: the engine must not be used.
    */
   readonly handedOver: Promise<void>;
 }
@@ -89,9 +89,11 @@ const containerName = (runId: string) => `berth-${runId}`;
 const RETRY_MS = 5_000;
 
 /**
- * The CPU weight of an engine while it waits in the pool: an eighth of a run's, so that pre-starting engines
+ * The CPU weight of an engine while the pool starts it: an eighth of a run's, so that pre-starting engines
  * (each start is about half a second of CPU) yields to the runs and turns at work on a small machine without
- * starving (the agents' handshake still finishes under load). A claim gives the engine the run's own weight.
+ * starving (the agents' handshake still finishes under load). Once ready, an engine idles at the run's own
+ * weight, so a claim changes nothing in Podman: a `podman update` (and its runc) on the claim's path cost
+ * the turn it started about 10 ms of CPU on a 2-core machine.
  */
 export function waitingCpuShares(runShares: number): number {
   return Math.max(2, Math.floor(runShares / 8));
@@ -161,24 +163,23 @@ export class EnginePool {
 
   /**
    * A pre-started engine for this run, or undefined (the miss is counted by reason). The engine's session
-   * becomes the caller's (a run's is titled from its prompt).
+   * becomes the caller's (a run's is titled from its prompt). `imageId`: the id the run's image check found
+   * for the plan's image, when it made one (saves asking Podman again).
    */
-  async claim(plan: RunPlan, owner: string): Promise<PooledEngine | undefined> {
+  async claim(plan: RunPlan, owner: string, imageId?: string): Promise<PooledEngine | undefined> {
     if (!this.enabled || this.closed) return undefined;
     const started = performance.now();
     const reason = this.missReason(plan);
     if (reason !== undefined) return this.missed(reason);
     // Only a run waits for an engine being started: it answers at its result anyway, where POST /agents
     // answers at once with the agent `starting` when no engine is ready.
-    const entry = (await this.takeFresh()) ?? (this.deps.kind === 'run' ? await this.startedForThisRun() : undefined);
+    const entry = (await this.takeFresh(imageId)) ?? (this.deps.kind === 'run' ? await this.startedForThisRun() : undefined);
     this.refillWhenQuiet();
     if (!entry) return this.missed(this.lastStale ? 'stale' : 'empty');
-    // The run's CPU weight, the session's owner and a run's title are Podman's and the session store's work
-    // (about 15 ms): a run writes its prompt meanwhile and waits for them before it answers (handedOver); an
-    // agent waits here.
+    // The session's owner and a run's title are the session store's work: a run writes its prompt meanwhile
+    // and waits for them before it answers (handedOver); an agent waits here.
     const title = this.deps.kind === 'run' ? deriveSessionTitle(plan.prompt) : undefined;
     const handedOver = Promise.all([
-      this.deps.runtime.setCpuShares(entry.containerId, this.deps.template.container.cpuShares),
       this.deps.sessions.assignOwner(entry.session.sessionId, owner),
       title === undefined ? undefined : entry.session.recordTitle?.(title),
     ]).then(() => undefined);
@@ -232,12 +233,12 @@ export class EnginePool {
    * current image and credential; the others are removed (and the whole pool when the image or the
    * credential changed).
    */
-  private async takeFresh(): Promise<Entry | undefined> {
+  private async takeFresh(knownImageId: string | undefined): Promise<Entry | undefined> {
     this.lastStale = false;
     if (this.ready.length === 0) return undefined;
     const { runtime, template, container } = this.deps;
-    const [image, secretId] = await Promise.all([
-      runtime.inspectImage(template.container.image),
+    const [currentImageId, secretId] = await Promise.all([
+      knownImageId ?? runtime.inspectImage(template.container.image).then((image) => image?.id),
       runtime.secretId(container.engineAccess.current().secretName),
     ]);
     for (;;) {
@@ -246,10 +247,10 @@ export class EnginePool {
         this.reportSize();
         return undefined;
       }
-      if (image?.id !== entry.imageId || secretId !== entry.secretId) {
+      if (currentImageId !== entry.imageId || secretId !== entry.secretId) {
         this.ready.unshift(entry);
         this.lastStale = true;
-        await this.drain(image?.id !== entry.imageId ? 'the agent image changed' : 'the engine credential changed');
+        await this.drain(currentImageId !== entry.imageId ? 'the agent image changed' : 'the engine credential changed');
         return undefined;
       }
       if (entry.exited || Date.now() - entry.createdAtMs > this.deps.settings.maxAgeMs) {
@@ -424,6 +425,8 @@ export class EnginePool {
       // Ready means past the engine's own start (about half a second of CPU): a run or agent that claims it
       // then only pays for its turn, and the start is not spent while a claimed engine works.
       attached = await awaitEngineReady(attached, READY_TIMEOUT_MS);
+      // Ready, it idles at the run's weight: a claim then has nothing to change (waitingCpuShares).
+      if (weight === 'waiting') await runtime.setCpuShares(containerId, runSpec.cpuShares);
     } catch (error) {
       attached?.close();
       if (containerId !== undefined) await runtime.removeContainer(containerId).catch(() => undefined);

@@ -219,20 +219,20 @@ export class RunService {
       return validated;
     });
     this.deps.engineAccess.current();
-    const engineBinary = await phases.measure('image_check', async () => {
+    const { engineBinary, imageId } = await phases.measure('image_check', async () => {
       const environment = plan.container.environment;
       if (environment) {
         if (!this.deps.stacks) throw errors.invalid('container.environment: compose environments are not available on this server');
         await this.checkServiceImages(environment);
         // An agent image Berth builds is checked once it exists (after the build, in execute()).
-        if (environment.definition.agent.image.kind === 'build') return ENGINE_BINARY;
+        if (environment.definition.agent.image.kind === 'build') return { engineBinary: ENGINE_BINARY, imageId: undefined };
       }
-      await this.deps.images.ensureRunnable(plan.container.image);
-      return this.deps.images.engineBinary(plan.container.image);
+      const imageId = await this.deps.images.ensureRunnable(plan.container.image);
+      return { engineBinary: await this.deps.images.engineBinary(plan.container.image), imageId };
     });
     // A run like the default request takes a pre-started engine (and its session) when one is ready.
     const pool = options.runId === undefined ? this.poolFor(options, slot, plan) : undefined;
-    const pooled = pool ? await phases.measure('claim', async () => pool.claim(plan, options.caller.owner)) : undefined;
+    const pooled = pool ? await phases.measure('claim', async () => pool.claim(plan, options.caller.owner, imageId)) : undefined;
     if (pooled) {
       phases.mark();
       return { runId: pooled.runId, plan, session: pooled.session, phases, slot, engineBinary, pooled };

@@ -33,7 +33,7 @@ const PagingQuerySchema = Type.Object({
 
 const SessionSchema = Type.Object({
   id: Type.String({ format: 'uuid', description: 'Session id' }),
-  title: Type.String({ description: 'Set from the first prompt by the session title hook; empty when none' }),
+  title: Type.String({ description: 'Derived from the session\'s first prompt (its first line with text, at most 60 characters); empty when none' }),
   stack: Type.Optional(
     Type.Object(
       {

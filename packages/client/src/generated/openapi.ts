@@ -2205,7 +2205,7 @@ export interface paths {
                                  * @description Session id
                                  */
                                 id: string;
-                                /** @description Set from the first prompt by the session title hook; empty when none */
+                                /** @description Derived from the session's first prompt (its first line with text, at most 60 characters); empty when none */
                                 title: string;
                                 /** @description Present while the session has a live compose stack (container.environment) */
                                 stack?: {
