@@ -15,6 +15,7 @@ import type { ContainerSlots } from '../runs/container-slots.js';
 import { deriveSessionTitle } from '../../engine/session-title.js';
 import { poolMissReason, type MissReason } from './pool-match.js';
 import { awaitEngineReady } from './engine-ready.js';
+import { EngineStarts, type EngineStart, type StartWeight } from './engine-starts.js';
 import { attachAgent, createTurnsFifo } from '../agents/agent-attachment.js';
 
 /** Owner of a pooled engine's session until a caller claims it (no caller's owner starts like this). */
@@ -121,8 +122,12 @@ export class EnginePool {
    * progress (never more waiters than starts), and gets undefined when its start fails.
    */
   private readonly waiters: ((entry: Entry | undefined) => void)[] = [];
+  /** The CPU weights of the starts in progress (engine-starts.ts). */
+  private readonly starts: EngineStarts;
 
-  constructor(private readonly deps: PoolDependencies) {}
+  constructor(private readonly deps: PoolDependencies) {
+    this.starts = new EngineStarts((containerId) => deps.runtime.setCpuShares(containerId, deps.template.container.cpuShares));
+  }
 
   /** Container ids of the engines ready now. */
   readyContainers(): string[] {
@@ -270,7 +275,10 @@ export class EnginePool {
    */
   private nextStarted(): Promise<Entry | undefined> {
     if (this.closed || this.starting <= this.waiters.length) return Promise.resolve(undefined);
-    return new Promise((resolve) => this.waiters.push(resolve));
+    const promised = new Promise<Entry | undefined>((resolve) => this.waiters.push(resolve));
+    // The start is now the run's work: at the run's weight, not the pool's (engine-starts.ts).
+    this.starts.promote(this.waiters.length);
+    return promised;
   }
 
   /**
@@ -329,7 +337,7 @@ export class EnginePool {
     this.startEngines(this.deps.settings.size - this.ready.length - this.starting);
   }
 
-  private startEngines(count: number, weight: 'waiting' | 'claimed' = 'waiting'): void {
+  private startEngines(count: number, weight: StartWeight = 'waiting'): void {
     if (this.closed || !this.enabled) return;
     // Counted first: a start may end at once (no free slot), which must not make this loop start another.
     for (let i = 0; i < count; i++) {
@@ -338,11 +346,13 @@ export class EnginePool {
     }
   }
 
-  private async startOne(weight: 'waiting' | 'claimed'): Promise<void> {
+  private async startOne(weight: StartWeight): Promise<void> {
+    const start = this.starts.begin(weight);
     let ended = false;
     const end = (entry: Entry | undefined) => {
       if (ended) return;
       ended = true;
+      start.end();
       this.started(entry);
     };
     // Pooled engines count against SERVICE_MAX_CONTAINERS, but a run that finds the server full takes
@@ -360,7 +370,7 @@ export class EnginePool {
     }
     const started = performance.now();
     try {
-      const entry = await this.create(slot, weight);
+      const entry = await this.create(slot, start);
       made = entry;
       if (this.closed || reclaimed) {
         end(undefined);
@@ -388,7 +398,7 @@ export class EnginePool {
     this.retryTimer.unref();
   }
 
-  private async create(slot: { release(): void }, weight: 'waiting' | 'claimed'): Promise<Entry> {
+  private async create(slot: { release(): void }, start: EngineStart): Promise<Entry> {
     const { runtime, sessions, template, container } = this.deps;
     const runId = `run-${randomUUID()}`;
     const [image, secretId, engineBinary] = await Promise.all([
@@ -416,17 +426,18 @@ export class EnginePool {
       const { spec: runSpec, inputFiles } = engineContainer(container, {
         id: runId, plan: template, session, volumeSources: [], engineBinary, ...(agent ? { interactive: true } : { pooled: true }),
       });
-      const spec = weight === 'waiting' ? { ...runSpec, cpuShares: waitingCpuShares(runSpec.cpuShares) } : runSpec;
+      const spec = start.createdWith === 'waiting' ? { ...runSpec, cpuShares: waitingCpuShares(runSpec.cpuShares) } : runSpec;
       await container.inputs.write(runId, inputFiles);
       if (agent) await createTurnsFifo(container.inputs, runId);
       containerId = await runtime.createContainer(spec);
       attached = agent ? await attachAgent(runtime, container.inputs, containerId, runId) : await runtime.attach(containerId);
       await runtime.startContainer(containerId);
+      await start.started(containerId);
       // Ready means past the engine's own start (about half a second of CPU): a run or agent that claims it
       // then only pays for its turn, and the start is not spent while a claimed engine works.
       attached = await awaitEngineReady(attached, READY_TIMEOUT_MS);
       // Ready, it idles at the run's weight: a claim then has nothing to change (waitingCpuShares).
-      if (weight === 'waiting') await runtime.setCpuShares(containerId, runSpec.cpuShares);
+      await start.ready();
     } catch (error) {
       attached?.close();
       if (containerId !== undefined) await runtime.removeContainer(containerId).catch(() => undefined);
