@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
@@ -15,6 +16,7 @@ import { INSTANCE_LABEL } from '../../src/runtime/container-runtime.js';
 import { follow, turnEnded, waitForStatus } from '../support/agents.js';
 import { waitFor } from '../support/wait.js';
 import { waitingCpuShares } from '../../src/core/pool/engine-pool.js';
+import { transcriptFiles } from '../../src/engine/transcript.js';
 
 const exec = promisify(execFile);
 
@@ -320,6 +322,47 @@ describe('refilling after claims pause', () => {
     // Four seconds after the last claim the pool starts what it lacks.
     await poolReady(t, 2);
     assert.deepEqual(await t.leftovers(), []);
+  });
+});
+
+describe('the warm-up of a waiting engine', () => {
+  it('asks the model nothing and leaves nothing in the session: a pooled run makes one model request', async () => {
+    const key = `sk-berth-test-${randomBytes(12).toString('hex')}`;
+    const name = `test-pool-warm-${randomBytes(4).toString('hex')}`;
+    const requests: string[] = [];
+    const model: OfflineModel = await startOfflineModel({
+      host: '0.0.0.0', port: 0, apiKey: key, log: (line) => void (line.includes(' from ') && requests.push(line)),
+    });
+    await exec('sh', ['-c', `printf '%s' "$VALUE" | podman secret create ${name} -`], { env: { ...process.env, VALUE: key } });
+    const t = await startTestBerth({
+      SERVICE_POOL_SIZE: '2',
+      SERVICE_AGENT_POOL_SIZE: '1',
+      SERVICE_OFFLINE_MODEL: 'false',
+      SERVICE_ENGINE_CREDENTIALS_SECRET: name,
+      SERVICE_ENGINE_BASE_URL: await modelUrlFromContainers(model.port),
+    });
+    try {
+      await poolReady(t, 2);
+      await poolReady(t, 1, 'agent');
+      assert.deepEqual(requests, [], 'three engines warmed up without a model request');
+      const hitsBefore = await metric(t, 'berth_pool_hits_total{pool="run"}');
+      const response = await t.request('POST', '/run', { prompt: 'say: warm' });
+      assert.equal(response.status, 200, JSON.stringify(response.body));
+      assert.equal(await metric(t, 'berth_pool_hits_total{pool="run"}'), hitsBefore + 1);
+      assert.equal(requests.length, 1, requests.join('\n'));
+      // The session holds the turn only: the warm-up's request and answer are nowhere in it.
+      await t.request('GET', `/sessions/${response.body.session_id as string}/messages`);
+      const files = await transcriptFiles(join(t.config.agent.sessionsDir, response.body.session_id), response.body.session_id);
+      const transcript = (await Promise.all(files.map((file) => readFile(file, 'utf8')))).join('');
+      assert.doesNotMatch(transcript, /get_context_usage|berth-warm|berth-ready/);
+      const types = transcript.trim().split('\n').map((line) => (JSON.parse(line) as { type: string }).type);
+      assert.equal(types.filter((type) => type === 'user').length, 1);
+      assert.equal(types.filter((type) => type === 'api-request').length, 1);
+    } finally {
+      await t.stop();
+      await model.close();
+      await exec('podman', ['secret', 'rm', name]).catch(() => undefined);
+    }
   });
 });
 
