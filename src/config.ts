@@ -100,7 +100,10 @@ export interface Config {
     readonly size: number;
     readonly agentSize: number;
     readonly maxAgeMs: number;
-    /** How long claims must pause before the pool starts the engines it lacks (SERVICE_POOL_REFILL_PAUSE). */
+    /**
+     * How long claims must pause, with the host's CPUs idle at least half of it, before the pool starts the
+     * engines it lacks (SERVICE_POOL_REFILL_PAUSE).
+     */
     readonly refillPauseMs: number;
   };
   /** Compose environments (container.environment; docs/compose.md). */

@@ -27,6 +27,7 @@ import { SessionService } from './core/sessions/session-service.js';
 import { Stacks } from './core/compose/stacks.js';
 import { EnginePool, type PoolKind } from './core/pool/engine-pool.js';
 import { EnginePools } from './core/pool/engine-pools.js';
+import { hostCpu } from './runtime/host-cpu.js';
 import { stopWork } from './core/shutdown.js';
 import { SqliteAgentStore } from './store/agents/sqlite-agent-store.js';
 import { validateRunRequest } from './core/validation/validate-run.js';
@@ -242,6 +243,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
         slots,
         template,
         engineBinary: () => images.engineBinary(config.agent.image),
+        cpu: hostCpu,
         log: logger,
         observer: {
           size: (ready) => metrics.poolReady.set({ pool: kind }, ready),

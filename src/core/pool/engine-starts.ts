@@ -62,7 +62,8 @@ export class EngineStarts {
 
   /**
    * `waiting` claims wait for starts in progress: the oldest starts still at the low weight are raised until
-   * that many run at a run's weight. A raise that fails leaves the start as it is (it still ends).
+   * that many run at a run's weight. A raise that fails here fails the start once its engine is ready
+   * (ready() rejects with it): an engine Podman could not update is not handed out.
    */
   promote(waiting: number): void {
     let owed = waiting - this.inProgress.filter((entry) => entry.weight === 'claimed').length;

@@ -247,10 +247,12 @@ export class RunService {
       });
       // A new run session is titled from its prompt; an agent's session is not listed.
       const title = options.purpose === 'agent' ? undefined : deriveSessionTitle(plan.prompt);
-      if (title !== undefined) await prepared.recordTitle?.(title).catch(async (error: unknown) => {
+      try {
+        if (title !== undefined) await prepared.recordTitle?.(title);
+      } catch (error) {
         await prepared.release();
         throw error;
-      });
+      }
       return prepared;
     });
     phases.mark();
