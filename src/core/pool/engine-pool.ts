@@ -313,7 +313,8 @@ export class EnginePool {
 
   /**
    * A run that found no ready engine waits for one being started, starting it when none is free to be
-   * promised: the same one engine start as without a pool, the rest of the pool left for a pause.
+   * promised: the same one engine start as without a pool (its prompt goes in at once, create()), the rest
+   * of the pool left for a pause.
    */
   private startedForThisRun(): Promise<Entry | undefined> {
     // (startEngines() itself does nothing once the pool is closed.)
@@ -449,11 +450,16 @@ export class EnginePool {
       attached = agent ? await attachAgent(runtime, container.inputs, containerId, runId) : await runtime.attach(containerId);
       await runtime.startContainer(containerId);
       await start.started(containerId);
-      // Ready means past the engine's own start (about half a second of CPU): a run or agent that claims it
-      // then only pays for its turn, and the start is not spent while a claimed engine works.
-      attached = await awaitEngineReady(attached, READY_TIMEOUT_MS);
-      // Ready, it idles at the run's weight: a claim then has nothing to change (waitingCpuShares).
-      await start.ready();
+      if (start.createdWith === 'waiting') {
+        // Ready means past the engine's own start (about half a second of CPU) and warm: a run or agent that
+        // claims it then only pays for its turn, and the start is not spent while a claimed engine works.
+        attached = await awaitEngineReady(attached, READY_TIMEOUT_MS);
+        // Ready, it idles at the run's weight: a claim then has nothing to change (waitingCpuShares).
+        await start.ready();
+      }
+      // An engine started for a run that waits for it is handed over at once: the run's prompt waits in
+      // its stdin until the engine has started, as a fresh run's prompt file would (the handshake and the
+      // warm-up would only delay that run, by about 80 ms, and cost CPU a loaded host has not to spare).
     } catch (error) {
       attached?.close();
       if (containerId !== undefined) await runtime.removeContainer(containerId).catch(() => undefined);
