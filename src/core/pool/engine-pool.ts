@@ -113,6 +113,13 @@ export function waitingCpuShares(runShares: number): number {
  */
 const REFILL_BUSY_LIMIT = 0.5;
 
+/**
+ * How many busy pauses in a row, with no claim meanwhile, postpone a refill (ten: about 5 s at the default
+ * pause). A claim starts the count again, so a sustained load of runs keeps postponing it; a host kept busy
+ * by other work gets its pool back.
+ */
+const REFILL_MAX_POSTPONED = 10;
+
 /** How long an agent's engine may take to answer its initialize handshake before it counts as failed. */
 const READY_TIMEOUT_MS = 60_000;
 
@@ -332,14 +339,15 @@ export class EnginePool {
    * ready, and the pool starts new ones once claims pause for SERVICE_POOL_REFILL_PAUSE; a run that finds
    * none starts its own at once (startedForThisRun).
    */
-  private refillWhenQuiet(): void {
+  private refillWhenQuiet(postponed = 0): void {
     if (this.closed) return;
     clearTimeout(this.quietTimer);
     const since = this.deps.cpu.read();
     this.quietTimer = setTimeout(() => {
       this.quietTimer = undefined;
-      // Still busy (runs at work, a burst finishing): the refill waits for a quieter pause.
-      if (this.deps.cpu.busySince(since) > REFILL_BUSY_LIMIT) this.refillWhenQuiet();
+      // Still busy (runs at work, a burst finishing): the refill waits for a quieter pause, but not for
+      // ever once claims have stopped (other work on a shared host may keep the CPUs busy).
+      if (this.deps.cpu.busySince(since) > REFILL_BUSY_LIMIT && postponed < REFILL_MAX_POSTPONED) this.refillWhenQuiet(postponed + 1);
       else this.refill();
     }, this.deps.settings.refillPauseMs);
     this.quietTimer.unref();
