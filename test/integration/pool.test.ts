@@ -37,6 +37,20 @@ async function containersOf(instance: string): Promise<string[]> {
   return stdout.split('\n').filter(Boolean);
 }
 
+/** Stores `value` as the Podman secret `name`: the engine credential of a test Berth. */
+const createSecret = (name: string, value: string) =>
+  exec('sh', ['-c', `printf '%s' "$VALUE" | podman secret create ${name} -`], { env: { ...process.env, VALUE: value } });
+
+/** A test Berth whose engines authenticate with the secret `secret` to a model listening on the host at `port`. */
+async function berthWithModel(secret: string, port: number, env: Record<string, string>): Promise<TestBerth> {
+  return startTestBerth({
+    ...env,
+    SERVICE_OFFLINE_MODEL: 'false',
+    SERVICE_ENGINE_CREDENTIALS_SECRET: secret,
+    SERVICE_ENGINE_BASE_URL: await modelUrlFromContainers(port),
+  });
+}
+
 describe('a pooled run is a run', () => {
   let pooled: TestBerth;
   let fresh: TestBerth;
@@ -333,14 +347,8 @@ describe('the warm-up of a waiting engine', () => {
     const model: OfflineModel = await startOfflineModel({
       host: '0.0.0.0', port: 0, apiKey: key, log: (line) => void (line.includes(' from ') && requests.push(line)),
     });
-    await exec('sh', ['-c', `printf '%s' "$VALUE" | podman secret create ${name} -`], { env: { ...process.env, VALUE: key } });
-    const t = await startTestBerth({
-      SERVICE_POOL_SIZE: '2',
-      SERVICE_AGENT_POOL_SIZE: '1',
-      SERVICE_OFFLINE_MODEL: 'false',
-      SERVICE_ENGINE_CREDENTIALS_SECRET: name,
-      SERVICE_ENGINE_BASE_URL: await modelUrlFromContainers(model.port),
-    });
+    await createSecret(name, key);
+    const t = await berthWithModel(name, model.port, { SERVICE_POOL_SIZE: '2', SERVICE_AGENT_POOL_SIZE: '1' });
     try {
       await poolReady(t, 2);
       await poolReady(t, 1, 'agent');
@@ -371,14 +379,8 @@ describe('credentials and stopping', () => {
     const value = `sk-berth-test-${randomBytes(12).toString('hex')}`;
     const name = `test-pool-credential-${randomBytes(4).toString('hex')}`;
     const model: OfflineModel = await startOfflineModel({ host: '0.0.0.0', port: 0, apiKey: value });
-    const create = (secret: string) => exec('sh', ['-c', `printf '%s' "$VALUE" | podman secret create ${name} -`], { env: { ...process.env, VALUE: secret } });
-    await create(value);
-    const t = await startTestBerth({
-      SERVICE_POOL_SIZE: '2',
-      SERVICE_OFFLINE_MODEL: 'false',
-      SERVICE_ENGINE_CREDENTIALS_SECRET: name,
-      SERVICE_ENGINE_BASE_URL: await modelUrlFromContainers(model.port),
-    });
+    await createSecret(name, value);
+    const t = await berthWithModel(name, model.port, { SERVICE_POOL_SIZE: '2' });
     try {
       await poolReady(t, 2);
       assert.equal((await t.request('POST', '/run', { prompt: 'say: before' })).status, 200);
@@ -386,7 +388,7 @@ describe('credentials and stopping', () => {
       // Rotated: the old secret's engines would authenticate with a value the model no longer accepts.
       await exec('podman', ['secret', 'rm', name]);
       const rotated = `sk-berth-test-${randomBytes(12).toString('hex')}`;
-      await create(rotated);
+      await createSecret(name, rotated);
       await model.close();
       const next: OfflineModel = await startOfflineModel({ host: '0.0.0.0', port: model.port, apiKey: rotated });
       try {

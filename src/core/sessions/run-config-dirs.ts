@@ -4,7 +4,7 @@
 // carries in only the session's transcripts and carries back only this session's transcript files,
 // read as untrusted input (engine/transcript.ts: no links, no FIFOs, a size limit).
 import { randomBytes } from 'node:crypto';
-import { chmod, lstat, mkdir, open, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join, relative } from 'node:path';
 import { readListedFile, TranscriptRefused, transcriptFiles } from '../../engine/transcript.js';
 import { withTitle } from '../../engine/session-title.js';
@@ -163,12 +163,10 @@ export class RunConfigDirs {
 
 /** Writes a run's note atomically: a note cut in half by a crash would lose the run's transcript at the next start. */
 async function writeNote(path: string, note: SessionNote): Promise<void> {
-  const temporary = `${path}.${randomBytes(6).toString('hex')}.tmp`;
-  await writeFile(temporary, JSON.stringify(note), { mode: 0o600 });
-  await rename(temporary, path);
+  await writeInto(dirname(path), basename(path), Buffer.from(JSON.stringify(note)), { dirMode: 0o700, fileMode: 0o600 });
 }
 
-/** Writes `projects/<project>/<id>.jsonl` below `root` atomically (temporary file, then rename). */
+/** Writes `relativePath` (a transcript, `projects/<project>/<id>.jsonl`, or a note) below `root` atomically (temporary file, then rename). */
 async function writeInto(root: string, relativePath: string, content: Buffer, modes: { dirMode: number; fileMode: number }): Promise<void> {
   const target = join(root, relativePath);
   let dir = root;
