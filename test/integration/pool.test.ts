@@ -41,6 +41,17 @@ async function containersOf(instance: string): Promise<string[]> {
 const createSecret = (name: string, value: string) =>
   exec('sh', ['-c', `printf '%s' "$VALUE" | podman secret create ${name} -`], { env: { ...process.env, VALUE: value } });
 
+/** The records of a session's main transcript, as the session keeps them. */
+async function transcriptRecords(t: TestBerth, sessionId: string): Promise<Record<string, unknown>[]> {
+  // A run is answered at its result; its transcript is carried back right after (reading the session waits for it).
+  assert.equal((await t.request('GET', `/sessions/${sessionId}/messages`)).status, 200);
+  const files = await transcriptFiles(join(t.config.agent.sessionsDir, sessionId), sessionId);
+  const main = files.find((file) => file.endsWith(`/${sessionId}.jsonl`));
+  assert.ok(main, `the transcript of ${sessionId} among ${files.join(', ')}`);
+  const text = await readFile(main, 'utf8');
+  return text.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
 /** A test Berth whose engines authenticate with the secret `secret` to a model listening on the host at `port`. */
 async function berthWithModel(secret: string, port: number, env: Record<string, string>): Promise<TestBerth> {
   return startTestBerth({
@@ -75,6 +86,15 @@ describe('a pooled run is a run', () => {
     assert.equal(hit.body.output, miss.body.output);
     assert.deepEqual(hit.body.usage, miss.body.usage);
     assert.match(hit.body.id, /^run-/);
+    // The session's transcript holds what a fresh engine's holds: the same records, the prompt the root of
+    // the conversation (the waiting engine's blank warm-up turn is nowhere in it).
+    const [hitRecords, missRecords] = await Promise.all([transcriptRecords(pooled, hit.body.session_id), transcriptRecords(fresh, miss.body.session_id)]);
+    assert.deepEqual(hitRecords.map((r) => r.type).sort(), missRecords.map((r) => r.type).sort());
+    for (const records of [hitRecords, missRecords]) {
+      assert.deepEqual({ ...records[0] }, { ...records[0], type: 'queue-operation', operation: 'enqueue', content: 'say: twin' });
+      assert.equal(records.find((r) => r.type === 'user')?.parentUuid, null);
+      assert.ok(!records.some((r) => r.type === 'system'), 'no notice of a blank prompt');
+    }
 
     const resumed = await pooled.request('POST', '/run', { prompt: 'recall:', engine: { session_id: hit.body.session_id, resume: true } });
     assert.equal(resumed.status, 200, JSON.stringify(resumed.body));
@@ -88,6 +108,24 @@ describe('a pooled run is a run', () => {
     const messages = await pooled.request('GET', `/sessions/${hit.body.session_id}/messages`);
     assert.deepEqual(messages.body.messages.map((m: { role: string }) => m.role).slice(0, 2), ['user', 'assistant']);
     assert.deepEqual(await pooled.leftovers(), []);
+  });
+
+  it('output_format stream-json: the same events, the result numbered as a fresh engine numbers it', async () => {
+    await poolReady(pooled, 1);
+    const hitsBefore = await metric(pooled, 'berth_pool_hits_total{pool="run"}');
+    const request = { prompt: 'say: raw lines', engine: { output_format: 'stream-json' } };
+    const hit = await pooled.request('POST', '/run', request);
+    const miss = await fresh.request('POST', '/run', request);
+    assert.equal(await metric(pooled, 'berth_pool_hits_total{pool="run"}'), hitsBefore + 1, 'the run took a pooled engine');
+    const events = (output: string) => output.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    const [hitEvents, missEvents] = [events(hit.body.output), events(miss.body.output)];
+    const kinds = (list: Record<string, unknown>[]) => list.map((e) => `${String(e.type)}${e.subtype === undefined ? '' : `/${String(e.subtype)}`}`);
+    assert.deepEqual(kinds(hitEvents), kinds(missEvents));
+    const result = (list: Record<string, unknown>[]) => list.find((e) => e.type === 'result')!;
+    assert.equal(result(hitEvents).result_index, 0);
+    assert.equal(result(hitEvents).result_index, result(missEvents).result_index);
+    assert.equal(result(hitEvents).num_turns, result(missEvents).num_turns);
+    assert.equal(result(hitEvents).result, 'raw lines');
   });
 
   it('streams and async jobs take pooled engines too', async () => {
@@ -256,6 +294,9 @@ describe('a pooled agent is an agent', () => {
       stream.stop();
       assert.ok(frames.some((f) => f.event === 'turn_end'), JSON.stringify(frames));
       assert.ok(frames.some((f) => f.event === 'output' && String(f.data.content).includes(text)), JSON.stringify(frames));
+      // Results numbered as a fresh engine numbers them: the warm-up's blank turn had the first number.
+      const results = frames.filter((f) => f.event === 'output').map((f) => JSON.parse(String(f.data.content)) as { type: string; result_index?: number }).filter((e) => e.type === 'result');
+      assert.deepEqual(results.map((e) => e.result_index), [index]);
       assert.equal((await waitForStatus(t, id, 'idle')).turns_completed, index + 1);
     }
     const sessions = (await t.request('GET', '/sessions')).body.sessions as { id: string }[];
@@ -341,6 +382,7 @@ describe('refilling after claims pause', () => {
 
 describe('the warm-up of a waiting engine', () => {
   it('asks the model nothing and leaves nothing in the session: a pooled run makes one model request', async () => {
+    // The warm-up is a context-usage request and a blank turn (engine/warm-up.ts): neither may reach the model.
     const key = `sk-berth-test-${randomBytes(12).toString('hex')}`;
     const name = `test-pool-warm-${randomBytes(4).toString('hex')}`;
     const requests: string[] = [];
@@ -362,7 +404,7 @@ describe('the warm-up of a waiting engine', () => {
       await t.request('GET', `/sessions/${response.body.session_id as string}/messages`);
       const files = await transcriptFiles(join(t.config.agent.sessionsDir, response.body.session_id), response.body.session_id);
       const transcript = (await Promise.all(files.map((file) => readFile(file, 'utf8')))).join('');
-      assert.doesNotMatch(transcript, /get_context_usage|berth-warm|berth-ready/);
+      assert.doesNotMatch(transcript, /get_context_usage|berth-warm|berth-ready|Blank prompt/);
       const types = transcript.trim().split('\n').map((line) => (JSON.parse(line) as { type: string }).type);
       assert.equal(types.filter((type) => type === 'user').length, 1);
       assert.equal(types.filter((type) => type === 'api-request').length, 1);

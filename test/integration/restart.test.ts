@@ -110,6 +110,48 @@ describe('work across restarts and shutdown modes', { timeout: 600_000 }, () => 
     assert.deepEqual(svc.containers(), []);
   });
 
+  test('an agent from the pool, killed mid-turn: its warm-up is no turn, and its results stay numbered as a fresh engine\'s', async () => {
+    await svc.start({ SERVICE_AGENT_POOL_SIZE: '1' });
+    // A pooled engine is ready once it ended its blank warm-up turn (its result is in the container's log).
+    await waitFor('a warmed engine in the agent pool', async () => svc.containers().some((name) => {
+      try {
+        return execFileSync('podman', ['logs', name], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).includes('"type":"result"');
+      } catch {
+        return false;
+      }
+    }) || undefined, 60_000, 200);
+    const { body: agent } = await svc.api('POST', '/agents', {});
+    assert.equal(agent.status, 'idle', 'the agent took the pooled engine');
+    const resultIndexes = (output: string) => [...output.matchAll(/"type":"result"[^\n]*?"result_index":(\d+)|"result_index":(\d+)[^\n]*?"type":"result"/g)].map((m) => Number(m[1] ?? m[2]));
+    assert.deepEqual(resultIndexes(await turn(agent.id, 'say: first pooled')), [0], 'the first turn\'s result is the first result');
+
+    await svc.api('POST', `/agents/${agent.id}/send`, { prompt: 'run: /bin/sleep 6\nsay: after the sleep' });
+    await waitFor('generating', async () => (await agentSnapshot(agent.id)).status === 'generating' || undefined);
+    await delay(2_000);
+    await svc.signal('SIGKILL');
+    // Restarted without a pool: the agent's record says what its engine printed before its first turn.
+    await svc.start();
+    assert.equal((await agentSnapshot(agent.id)).status, 'generating', 'the turn in progress is still the agent\'s');
+    const done = await waitFor('the turn to end after the restart', async () => {
+      const snapshot = await agentSnapshot(agent.id);
+      return snapshot.status === 'idle' ? snapshot : undefined;
+    }, 60_000);
+    assert.equal(done.turns_completed, 2, 'two turns, the warm-up not among them');
+
+    await svc.signal('SIGKILL');
+    await svc.start();
+    const idle = await agentSnapshot(agent.id);
+    assert.equal(idle.status, 'idle', JSON.stringify(idle));
+    assert.equal(idle.turns_completed, 2);
+    const third = await turn(agent.id, 'recall:');
+    assert.match(third, /first pooled[\s\S]*after the sleep/, 'the same engine, with its history');
+    assert.deepEqual(resultIndexes(third), [2], 'numbered as a fresh engine numbers its third result');
+    assert.equal((await agentSnapshot(agent.id)).turns_completed, 3);
+    assert.equal((await svc.api('DELETE', `/agents/${agent.id}`)).status, 204);
+    await svc.signal('SIGTERM');
+    assert.deepEqual(svc.containers(), []);
+  });
+
   test('SERVICE_SHUTDOWN_MODE=detach leaves a job and an agent running; the next start completes the job and keeps the agent', async () => {
     await svc.start({ SERVICE_SHUTDOWN_MODE: 'detach' });
     const { body: agent } = await svc.api('POST', '/agents', { prompt: 'say: detached agent' });

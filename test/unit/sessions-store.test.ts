@@ -292,6 +292,23 @@ describe('runs taking sessions', () => {
     assert.equal((await service.messages(A, {}, SOLE_CALLER)).total, 2);
   });
 
+  it('carries back a pooled engine\'s transcript without its warm-up, and keeps nothing of an engine that took no turn', async () => {
+    // The head of a warmed engine's transcript, as the engine wrote it (engine/warm-up.ts).
+    const warmed = readFileSync(join(import.meta.dirname, '../fixtures/warmed-engine-transcript-head.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as object);
+    const used = await store.prepare({ kind: 'new' }, '/workspace', { owner: '', presetId: A });
+    writeRunTranscript(used, A, warmed);
+    await used.release();
+    const kept = readFileSync(join(store.dir, A, 'projects', '-workspace', `${A}.jsonl`), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { type: string; parentUuid?: unknown });
+    assert.deepEqual(kept.map((record) => record.type), ['queue-operation', 'queue-operation', 'user', 'attachment']);
+    assert.equal(kept[2]!.parentUuid, null);
+    assert.deepEqual((await service.messages(A, {}, SOLE_CALLER)).messages.map((m) => m.content), ['say: hello']);
+
+    const unused = await store.prepare({ kind: 'new' }, '/workspace', { owner: '', presetId: B });
+    writeRunTranscript(unused, B, warmed.slice(0, 3));
+    await unused.release();
+    assert.equal(existsSync(join(store.dir, B)), false, 'a session of nothing but the warm-up is removed');
+  });
+
   it('titles a new session in its transcript when the run ends, as the engine records a title', async () => {
     const run = await store.prepare({ kind: 'new' }, '/workspace', { owner: '', presetId: A });
     await run.recordTitle!('Fix the login bug');

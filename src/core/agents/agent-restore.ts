@@ -9,6 +9,7 @@ import type { AgentRecord } from '../../store/agents/agent-store.js';
 import { AgentContainer, type AgentContainerDependencies } from './agent-container.js';
 import { turnResultOf } from './agent.js';
 import { attachAgent } from './agent-attachment.js';
+import { renumberedOutput } from '../pool/renumbered-output.js';
 
 export interface RestoreDependencies {
   readonly container: AgentContainerDependencies;
@@ -54,11 +55,14 @@ export async function findAgentAgain(deps: RestoreDependencies, record: AgentRec
   }
   // Attached before the log is read: a result line printed in between is in the log, and also arrives live,
   // where an idle agent ignores it for its turn count.
-  const attached = await attachAgent(runtime, deps.container.inputs, state.id, record.inputsId);
+  // A warmed engine's output is renumbered as when it was claimed (core/pool/renumbered-output.ts).
+  const live = await attachAgent(runtime, deps.container.inputs, state.id, record.inputsId);
+  const attached = { ...live, output: renumberedOutput(live.output, record.warmUpResults) };
   let results: ReturnType<typeof turnResultOf>[] = [];
   try {
     const log = await runtime.logTail(state.id, LOG_LINES);
-    results = log.split('\n').map((text) => turnResultOf({ kind: 'line', text })).filter((result) => result !== undefined);
+    // The log starts with the engine's start: a pooled engine's warm-up result there is no turn.
+    results = log.split('\n').map((text) => turnResultOf({ kind: 'line', text })).filter((result) => result !== undefined).slice(record.warmUpResults);
   } catch (error) {
     deps.log.warn({ err: error, agentId: record.id }, 'an agent\'s log could not be read; its turn in progress is taken as still running');
   }

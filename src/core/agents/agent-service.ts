@@ -146,6 +146,7 @@ export class AgentService {
       persistent: session.persistent,
       idleTimeoutSeconds,
       idleTimeoutDisabled: disabled,
+      warmUpResults: accepted.pooled?.warmUpResults ?? 0,
       ...agent.progress(),
       createdAt: new Date(agent.createdAtMs).toISOString(),
     });

@@ -17,6 +17,7 @@ import type { ContainerSlots } from '../runs/container-slots.js';
 import { deriveSessionTitle } from '../../engine/session-title.js';
 import { poolMissReason, type MissReason } from './pool-match.js';
 import { awaitEngineReady } from './engine-ready.js';
+import { WARM_UP_RESULTS } from '../../engine/warm-up.js';
 import { EngineStarts, type EngineStart, type StartWeight } from './engine-starts.js';
 import { attachAgent, createTurnsFifo } from '../agents/agent-attachment.js';
 
@@ -70,6 +71,12 @@ export interface PooledEngine {
   readonly session: PreparedSession;
   /** stdin for the prompt, stdout/stderr from the container's start (an agent's: after its handshake). */
   readonly attached: AttachedContainer;
+  /**
+   * Results the engine printed before the claimant's first turn: the warm-up's (engine/warm-up.ts), 0 for
+   * an engine handed over as soon as it started. `attached.output` numbers later results as a fresh
+   * engine's already; an agent followed again after a restart counts its turns from its log without them.
+   */
+  readonly warmUpResults: number;
   /** Removes the claimed engine when its run or agent will not use it after all. */
   discard(): Promise<void>;
   /**
@@ -446,6 +453,7 @@ export class EnginePool {
     }
     let containerId: string | undefined;
     let attached: AttachedContainer | undefined;
+    let warmUpResults = 0;
     try {
       const agent = this.deps.kind === 'agent';
       const { spec: runSpec, inputFiles } = engineContainer(container, {
@@ -462,6 +470,7 @@ export class EnginePool {
         // Ready means past the engine's own start (about half a second of CPU) and warm: a run or agent that
         // claims it then only pays for its turn, and the start is not spent while a claimed engine works.
         attached = await awaitEngineReady(attached, READY_TIMEOUT_MS);
+        warmUpResults = WARM_UP_RESULTS;
         // Ready, it idles at the run's weight: a claim then has nothing to change (waitingCpuShares).
         await start.ready();
       }
@@ -479,7 +488,7 @@ export class EnginePool {
     }
     const handed = { containerId, runId, attached };
     const entry: Entry = {
-      runId, containerId, session, attached, createdAtMs: Date.now(), imageId: image.id, secretId, releaseSlot: () => slot.release(), exited: false,
+      runId, containerId, session, attached, warmUpResults, createdAtMs: Date.now(), imageId: image.id, secretId, releaseSlot: () => slot.release(), exited: false,
       discard: () => this.discardClaimed(handed),
     };
     // An engine that dies while waiting is noticed here and never handed out; the pool refills.

@@ -8,6 +8,7 @@ import { chmod, lstat, mkdir, open, readdir, readFile, rename, rm } from 'node:f
 import { basename, dirname, join, relative } from 'node:path';
 import { readListedFile, TranscriptRefused, transcriptFiles } from '../../engine/transcript.js';
 import { withTitle } from '../../engine/session-title.js';
+import { withoutWarmUpTurn } from '../../engine/warm-up.js';
 
 export interface RunConfigDir {
   /** Berth's path of the directory. */
@@ -130,7 +131,8 @@ export class RunConfigDirs {
 
   /**
    * Copies this session's transcripts from a run's directory into the session's own (Berth-only) directory,
-   * with the title noted for the session (noteTitle) when a transcript has none.
+   * without a pooled engine's warm-up records (engine/warm-up.ts), and with the title noted for the session
+   * (noteTitle) when a transcript has none.
    */
   async carryBack(run: RunConfigDir, sessionId: string, sessionDir: string): Promise<CarriedBack> {
     let files = 0;
@@ -142,7 +144,10 @@ export class RunConfigDirs {
         continue;
       }
       try {
-        const transcript = await readListedFile(file, this.limitBytes);
+        // A pooled engine's warm-up leaves records at the head of the transcript; a session never shows them.
+        const transcript = withoutWarmUpTurn(await readListedFile(file, this.limitBytes));
+        // An engine that never took a turn (a pooled one, discarded) leaves nothing of the session.
+        if (transcript.length === 0) continue;
         const titled = note?.title !== undefined && note.sessionId === sessionId ? withTitle(transcript, note.title, sessionId) : transcript;
         await writeInto(sessionDir, relative(run.dir, file), titled, { dirMode: 0o700, fileMode: 0o600 });
         files++;

@@ -20,6 +20,8 @@ export interface AgentRecord {
   readonly currentTurn: string | null;
   readonly turnsCompleted: number;
   readonly turnsEnded: number;
+  /** Results the engine printed before the agent's first turn (a pooled engine's warm-up): not turns. */
+  readonly warmUpResults: number;
   readonly exitError: string | null;
   readonly createdAt: string;
   readonly lastActivityAt: string;

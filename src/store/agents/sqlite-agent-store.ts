@@ -21,6 +21,7 @@ interface AgentRow {
   current_turn: string | null;
   turns_completed: number;
   turns_ended: number;
+  warm_up_results: number;
   exit_error: string | null;
   created_at: string;
   last_activity_at: string;
@@ -43,6 +44,7 @@ function toRecord(row: AgentRow): AgentRecord {
     currentTurn: row.current_turn,
     turnsCompleted: row.turns_completed,
     turnsEnded: row.turns_ended,
+    warmUpResults: row.warm_up_results,
     exitError: row.exit_error,
     createdAt: row.created_at,
     lastActivityAt: row.last_activity_at,
@@ -61,9 +63,9 @@ export class SqliteAgentStore implements AgentStore {
     this.db
       .prepare(
         `INSERT INTO agents (id, owner, session_id, run_id, inputs_id, container, workdir, persistent, idle_timeout_seconds,
-           idle_timeout_disabled, status, current_turn, turns_completed, turns_ended, exit_error, created_at, last_activity_at, exited_at)
+           idle_timeout_disabled, status, current_turn, turns_completed, turns_ended, warm_up_results, exit_error, created_at, last_activity_at, exited_at)
          VALUES (@id, @owner, @sessionId, @runId, @inputsId, @container, @workdir, @persistent, @idleTimeoutSeconds,
-           @idleTimeoutDisabled, @status, @currentTurn, @turnsCompleted, @turnsEnded, @exitError, @createdAt, @lastActivityAt, @exitedAt)`,
+           @idleTimeoutDisabled, @status, @currentTurn, @turnsCompleted, @turnsEnded, @warmUpResults, @exitError, @createdAt, @lastActivityAt, @exitedAt)`,
       )
       .run({ ...record, persistent: record.persistent ? 1 : 0, idleTimeoutDisabled: record.idleTimeoutDisabled ? 1 : 0 });
   }
