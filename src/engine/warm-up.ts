@@ -36,16 +36,6 @@ export const WARM_TURN = turnLine(WARM_PROMPT);
 /** Results a warmed engine has printed before its first real turn: the blank turn's. */
 export const WARM_UP_RESULTS = 1;
 
-/** Whether a stdout line is a result event (the end of a turn, the blank one included). */
-export function isResultLine(line: string): boolean {
-  if (!line.includes('"type":"result"')) return false;
-  try {
-    return (JSON.parse(line) as { type?: unknown }).type === 'result';
-  } catch {
-    return false;
-  }
-}
-
 /**
  * A result line numbered as a fresh engine numbers it: `result_index` lowered by `earlier`, the results
  * the engine printed before the caller's first turn. Other lines, and lines without the field, are

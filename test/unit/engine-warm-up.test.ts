@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { WARM_PROMPT, WARM_TURN, isResultLine, renumberedResult, withoutWarmUpTurn } from '../../src/engine/warm-up.js';
+import { WARM_PROMPT, WARM_TURN, renumberedResult, withoutWarmUpTurn } from '../../src/engine/warm-up.js';
 
 const fixture = (name: string) => readFileSync(new URL(`../fixtures/${name}`, import.meta.url), 'utf8');
 const head = fixture('warmed-engine-transcript-head.jsonl');
@@ -46,14 +46,6 @@ test('any other transcript is kept as it is', () => {
     const buffer = Buffer.from(odd);
     assert.equal(withoutWarmUpTurn(buffer), buffer, JSON.stringify(odd));
   }
-});
-
-test('result lines are told from other events', () => {
-  assert.ok(isResultLine(blankResult));
-  assert.ok(isResultLine(runResult));
-  assert.ok(!isResultLine('{"type":"system","subtype":"init"}'));
-  assert.ok(!isResultLine('{"type":"assistant","message":{"content":[{"type":"text","text":"\\"type\\":\\"result\\""}]}}'));
-  assert.ok(!isResultLine('"type":"result" but no json'));
 });
 
 test('the run\'s result is numbered as a fresh engine numbers its first', () => {

@@ -5,7 +5,8 @@
 // blank turn's result is handed on, and the engine's later result lines are numbered as a fresh engine's.
 import type { AttachedContainer, OutputChunk } from '../../runtime/container-runtime.js';
 import { READY_REQUEST } from '../../engine/stream-json-input.js';
-import { WARM_REQUEST, WARM_TURN, WARM_UP_RESULTS, isResultLine, isWarmAnswer } from '../../engine/warm-up.js';
+import { parseEngineLine } from '../../engine/stream-json.js';
+import { WARM_REQUEST, WARM_TURN, WARM_UP_RESULTS, isWarmAnswer } from '../../engine/warm-up.js';
 import { renumberedOutput } from './renumbered-output.js';
 
 /** The engine ended or stayed silent before it answered. */
@@ -59,7 +60,7 @@ class WarmUpProgress {
       const line = this.unread.subarray(start, end).toString('utf8');
       start = end + 1;
       if (isWarmAnswer(line)) this.answered = true;
-      else if (isResultLine(line)) this.blankTurnEnded = true;
+      else if (parseEngineLine(line).kind === 'result') this.blankTurnEnded = true;
       if (this.answered && this.blankTurnEnded) return this.unread.subarray(start);
     }
     this.unread = this.unread.subarray(start);
