@@ -76,23 +76,17 @@ interface HeadRecord {
  * transcript is returned as it is.
  */
 export function withoutWarmUpTurn(transcript: Buffer): Buffer {
-  const text = transcript.toString('utf8');
-  const lines = text.split('\n');
-  const head = lines.slice(0, 3).map(parseRecord);
-  const [queued, taken, notice] = head;
+  // Carried back after every run: only a transcript whose first line is the warm-up is read whole.
+  const firstEnd = transcript.indexOf(0x0a);
+  const queued = parseRecord(transcript.subarray(0, firstEnd < 0 ? transcript.length : firstEnd).toString('utf8'));
   if (queued?.type !== 'queue-operation' || queued.operation !== 'enqueue' || queued.content !== WARM_PROMPT) return transcript;
+  const lines = transcript.toString('utf8').split('\n');
+  const [taken, notice] = lines.slice(1, 3).map(parseRecord);
   if (taken?.type !== 'queue-operation' || taken.operation !== 'dequeue') return transcript;
-  const rest = lines.slice(2);
-  if (notice?.type === 'system' && notice.parentUuid === null && typeof notice.uuid === 'string') {
-    const parent = `"parentUuid":${JSON.stringify(notice.uuid)}`;
-    return Buffer.from(
-      lines
-        .slice(3)
-        .map((line) => (line.includes(parent) && parseRecord(line)?.parentUuid === notice.uuid ? line.replace(parent, '"parentUuid":null') : line))
-        .join('\n'),
-    );
-  }
-  return Buffer.from(rest.join('\n'));
+  if (notice?.type !== 'system' || notice.parentUuid !== null || typeof notice.uuid !== 'string') return Buffer.from(lines.slice(2).join('\n'));
+  const parent = `"parentUuid":${JSON.stringify(notice.uuid)}`;
+  const reparented = lines.slice(3).map((line) => (line.includes(parent) && parseRecord(line)?.parentUuid === notice.uuid ? line.replace(parent, '"parentUuid":null') : line));
+  return Buffer.from(reparented.join('\n'));
 }
 
 function parseRecord(line: string | undefined): HeadRecord | undefined {

@@ -54,6 +54,23 @@ describe('work across restarts and shutdown modes', { timeout: 600_000 }, () => 
     return stream.frames.filter((f) => f.event === 'output').map((f) => String(f.data.content)).join('\n');
   }
 
+  /**
+   * Sends a turn that sleeps 6 s, kills the service 2 s into it, starts it again (with `env`), and waits for
+   * the turn, still the agent's after the restart, to end; returns the agent's snapshot then.
+   */
+  async function killMidTurnAndRestart(id: string, env?: Record<string, string>): Promise<any> {
+    await svc.api('POST', `/agents/${id}/send`, { prompt: 'run: /bin/sleep 6\nsay: after the sleep' });
+    await waitFor('generating', async () => (await agentSnapshot(id)).status === 'generating' || undefined);
+    await delay(2_000);
+    await svc.signal('SIGKILL');
+    await svc.start(env);
+    assert.equal((await agentSnapshot(id)).status, 'generating', 'the turn in progress is still the agent\'s');
+    return waitFor('the turn to end after the restart', async () => {
+      const snapshot = await agentSnapshot(id);
+      return snapshot.status === 'idle' ? snapshot : undefined;
+    }, 60_000);
+  }
+
   test('after a kill -9 an idle agent is the same agent and still usable; a gone one is exited and says why', async () => {
     await svc.start();
     const { body: kept } = await svc.api('POST', '/agents', { prompt: 'say: before the kill' });
@@ -94,16 +111,7 @@ describe('work across restarts and shutdown modes', { timeout: 600_000 }, () => 
     await svc.start();
     const { body: agent } = await svc.api('POST', '/agents', {});
     await waitFor('idle', async () => (await agentSnapshot(agent.id)).status === 'idle' || undefined);
-    await svc.api('POST', `/agents/${agent.id}/send`, { prompt: 'run: /bin/sleep 6\nsay: after the sleep' });
-    await waitFor('generating', async () => (await agentSnapshot(agent.id)).status === 'generating' || undefined);
-    await delay(2_000);
-    await svc.signal('SIGKILL');
-    await svc.start();
-    assert.equal((await agentSnapshot(agent.id)).status, 'generating', 'the turn in progress is still the agent\'s');
-    const done = await waitFor('the turn to end after the restart', async () => {
-      const snapshot = await agentSnapshot(agent.id);
-      return snapshot.status === 'idle' ? snapshot : undefined;
-    }, 60_000);
+    const done = await killMidTurnAndRestart(agent.id);
     assert.equal(done.turns_completed, 1);
     assert.equal((await svc.api('DELETE', `/agents/${agent.id}`)).status, 204);
     await svc.signal('SIGTERM');
@@ -125,17 +133,8 @@ describe('work across restarts and shutdown modes', { timeout: 600_000 }, () => 
     const resultIndexes = (output: string) => [...output.matchAll(/"type":"result"[^\n]*?"result_index":(\d+)|"result_index":(\d+)[^\n]*?"type":"result"/g)].map((m) => Number(m[1] ?? m[2]));
     assert.deepEqual(resultIndexes(await turn(agent.id, 'say: first pooled')), [0], 'the first turn\'s result is the first result');
 
-    await svc.api('POST', `/agents/${agent.id}/send`, { prompt: 'run: /bin/sleep 6\nsay: after the sleep' });
-    await waitFor('generating', async () => (await agentSnapshot(agent.id)).status === 'generating' || undefined);
-    await delay(2_000);
-    await svc.signal('SIGKILL');
     // Restarted without a pool: the agent's record says what its engine printed before its first turn.
-    await svc.start();
-    assert.equal((await agentSnapshot(agent.id)).status, 'generating', 'the turn in progress is still the agent\'s');
-    const done = await waitFor('the turn to end after the restart', async () => {
-      const snapshot = await agentSnapshot(agent.id);
-      return snapshot.status === 'idle' ? snapshot : undefined;
-    }, 60_000);
+    const done = await killMidTurnAndRestart(agent.id);
     assert.equal(done.turns_completed, 2, 'two turns, the warm-up not among them');
 
     await svc.signal('SIGKILL');
