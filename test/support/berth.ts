@@ -138,9 +138,9 @@ export async function metric(t: TestBerth, name: string): Promise<number> {
   return match ? Number(match[1]) : 0;
 }
 
-/** Waits until the Berth's pool holds `count` ready engines. */
-export async function poolReady(t: TestBerth, count: number, pool: 'run' | 'agent' = 'run'): Promise<void> {
-  const deadline = Date.now() + 30_000;
+/** Waits until the Berth's pool holds `count` ready engines (at most `withinMs`). */
+export async function poolReady(t: TestBerth, count: number, pool: 'run' | 'agent' = 'run', withinMs = 30_000): Promise<void> {
+  const deadline = Date.now() + withinMs;
   while ((await metric(t, `berth_pool_ready{pool="${pool}"}`)) < count) {
     if (Date.now() > deadline) throw new Error(`the ${pool} pool did not fill to ${count}`);
     await new Promise((resolve) => setTimeout(resolve, 100));

@@ -125,7 +125,7 @@ const REFILL_BUSY_LIMIT = 0.5;
  * pause). A claim starts the count again, so a sustained load of runs keeps postponing it; a host kept busy
  * by other work gets its pool back.
  */
-const REFILL_MAX_POSTPONED = 10;
+export const REFILL_MAX_POSTPONED = 10;
 
 /** How long an agent's engine may take to answer its initialize handshake before it counts as failed. */
 const READY_TIMEOUT_MS = 60_000;
