@@ -64,7 +64,6 @@ interface HeadRecord {
   readonly type?: unknown;
   readonly operation?: unknown;
   readonly content?: unknown;
-  readonly subtype?: unknown;
   readonly parentUuid?: unknown;
   readonly uuid?: unknown;
 }
