@@ -10,6 +10,7 @@ import { CliError, Interrupted } from './errors.js';
 import { onInterrupt } from './interrupt.js';
 import { styled, type Sink } from './output.js';
 import { Spinner } from './spinner.js';
+import { visible } from './terminal-text.js';
 import { renderEngineLine } from './transcript.js';
 
 const PROMPT = 'you> ';
@@ -54,7 +55,7 @@ export async function chat(context: Context, id: string, options: { rm?: boolean
   if (leaving.reason === 'exited') throw new CliError(`agent ${id} has exited: ${leaving.why}`);
   if (options.rm) {
     await berth.agents.delete(id);
-    out.write(`agent ${id} removed\n`);
+    out.write(`agent ${visible(id)} removed\n`);
   } else {
     out.write(styled(out, 'dim', `left the chat; ${id} keeps running (stop it with: berth agents rm ${id})`) + '\n');
   }
@@ -122,7 +123,7 @@ class Conversation {
       else if (this.interactive) this.rl.prompt();
       return;
     }
-    if (!shown) this.out.write(`${PROMPT}${prompt}\n`);
+    if (!shown) this.out.write(`${PROMPT}${visible(prompt)}\n`);
     const turn: { id?: string; resultSeen: boolean } = { resultSeen: false };
     this.turn = turn;
     this.berth.agents.send(this.id, prompt).then(

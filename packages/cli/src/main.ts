@@ -12,6 +12,7 @@ import { completionScript, SHELLS, type Shell } from './completion.js';
 import { cliVersion, contextOf, DEFAULT_URL, parseUrl } from './context.js';
 import { report } from './errors.js';
 import { OUTPUT_FORMATS, styled } from './output.js';
+import { visible } from './terminal-text.js';
 
 export function buildProgram(): Command {
   const program = new Command('berth')
@@ -49,7 +50,8 @@ export async function main(argv: readonly string[]): Promise<never> {
     process.exit(0);
   } catch (error) {
     const { message, hint, exitCode } = report(error, program.opts<{ url?: string }>().url ?? DEFAULT_URL);
-    if (message !== '') process.stderr.write(`${message}\n`);
+    // The message often quotes the server (an error text, a job's error, an agent's exit error).
+    if (message !== '') process.stderr.write(`${visible(message)}\n`);
     if (hint !== undefined) process.stderr.write(`${styled(process.stderr, 'dim', `hint: ${hint}`)}\n`);
     process.exit(exitCode);
   }

@@ -1,5 +1,7 @@
 // What commands print: with --output json the server's answer as JSON (for scripts), with --output table
-// aligned columns or label/value lines (for people). Commands never format for one mode only.
+// aligned columns or label/value lines (for people). Commands never format for one mode only. What the
+// server sent is printed through terminal-text.ts: its control characters are shown, never obeyed.
+import { terminalJson, visible } from './terminal-text.js';
 
 export type OutputFormat = 'table' | 'json';
 export const OUTPUT_FORMATS: readonly OutputFormat[] = ['table', 'json'];
@@ -23,26 +25,26 @@ export class Output {
 
   /** Prints `value` as indented JSON whatever the format (for `--json` and json mode). */
   json(value: unknown): void {
-    this.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+    this.stdout.write(`${terminalJson(value)}\n`);
   }
 
   /** Rows as aligned columns; in json mode the server's answer `raw` instead. */
   list<T>(raw: unknown, rows: readonly T[], columns: readonly Column<T>[], empty: string): void {
     if (this.format === 'json') return this.json(raw);
     if (rows.length === 0) return this.line(empty);
-    this.stdout.write(alignColumns([columns.map((c) => c.header), ...rows.map((row) => columns.map((c) => c.value(row)))]));
+    this.stdout.write(alignColumns([columns.map((c) => c.header), ...rows.map((row) => columns.map((c) => visible(c.value(row))))]));
   }
 
   /** One record as `label  value` lines; in json mode `raw` instead. Fields whose value is undefined are left out. */
   record(raw: unknown, fields: ReadonlyArray<readonly [label: string, value: string | undefined]>): void {
     if (this.format === 'json') return this.json(raw);
     const shown = fields.filter((field): field is readonly [string, string] => field[1] !== undefined);
-    this.stdout.write(alignColumns(shown.map(([label, value]) => [`${label}:`, value])));
+    this.stdout.write(alignColumns(shown.map(([label, value]) => [`${label}:`, visible(value)])));
   }
 
   /** A line for people; json mode prints it too only when the command has nothing machine-readable to say. */
   line(text: string): void {
-    this.stdout.write(`${text}\n`);
+    this.stdout.write(`${visible(text)}\n`);
   }
 }
 
@@ -74,11 +76,15 @@ function visibleWidth(text: string): number {
 type Style = 'bold' | 'dim' | 'red' | 'green' | 'yellow' | 'cyan';
 const CODES: Record<Style, [number, number]> = { bold: [1, 22], dim: [2, 22], red: [31, 39], green: [32, 39], yellow: [33, 39], cyan: [36, 39] };
 
-/** `text` in a style when `stream` is a terminal and NO_COLOR is unset; plain otherwise. */
+/**
+ * `text` in a style when `stream` is a terminal and NO_COLOR is unset; plain otherwise. `text` is made
+ * visible first (it often holds what the server said), so the only escape codes are the style's own.
+ */
 export function styled(stream: Sink, style: Style, text: string): string {
-  if (!stream.isTTY || process.env.NO_COLOR) return text;
+  const shown = visible(text);
+  if (!stream.isTTY || process.env.NO_COLOR) return shown;
   const [open, close] = CODES[style];
-  return `\x1b[${open}m${text}\x1b[${close}m`;
+  return `\x1b[${open}m${shown}\x1b[${close}m`;
 }
 
 /** Bytes as people read them: 164093952 → "156.5 MiB". */

@@ -5,6 +5,7 @@
 // (a pipe, a log) the lines alone, one each, with nothing redrawn.
 import { MultiBar, type Options, type SingleBar } from 'cli-progress';
 import type { PullProgress } from '@berth/client';
+import { visible } from './terminal-text.js';
 
 const WIDTH = 30;
 const PULSE = 6;
@@ -23,7 +24,7 @@ export class PullBar {
   ) {
     if (!stream.isTTY) return;
     const options: Options = {
-      format: `pulling ${image} [{bar}] {blobs} {duration_formatted}`,
+      format: `pulling ${visible(image)} [{bar}] {blobs} {duration_formatted}`,
       barsize: WIDTH,
       formatBar: (progress) => (progress >= 1 || this.copied ? '='.repeat(WIDTH) : this.pulse()),
       hideCursor: true,
@@ -37,10 +38,10 @@ export class PullBar {
   /** One line of the pull's progress: printed (above the bar on a terminal), and the count updated. */
   progress(step: Step): void {
     if (!this.bars) {
-      this.stream.write(`${step.message}\n`);
+      this.stream.write(`${visible(step.message)}\n`);
       return;
     }
-    this.bars.log(`${step.message}\n`);
+    this.bars.log(`${visible(step.message)}\n`);
     this.copied = step.blobs_done !== undefined;
     this.bar!.update(0, { blobs: blobCount(step.blobs_started, step.blobs_done) });
   }

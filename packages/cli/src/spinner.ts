@@ -2,6 +2,8 @@
 // set up, a job being waited for): a spinner, a text that can change, and the elapsed time. Nothing is
 // drawn when stderr is not a terminal, so logs and pipes stay clean.
 
+import { visible } from './terminal-text.js';
+
 const FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
 export class Spinner {
@@ -40,6 +42,6 @@ export class Spinner {
   private draw(): void {
     if (this.timer === undefined) return;
     this.frame = (this.frame + 1) % FRAMES.length;
-    this.stream.write(`\r\x1b[2K${FRAMES[this.frame]} ${this.text} (${this.elapsed()})`);
+    this.stream.write(`\r\x1b[2K${FRAMES[this.frame]} ${visible(this.text)} (${this.elapsed()})`);
   }
 }

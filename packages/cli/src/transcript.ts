@@ -1,7 +1,8 @@
 // Conversations as people read them in a terminal: who said what, tool calls and their results set apart
 // and long results shortened. Used for a session's stored messages (`sessions show`) and for the engine's
-// live stream-json lines of an agent (`agents chat`).
+// live stream-json lines of an agent (`agents chat`). Everything in them is shown through terminal-text.ts.
 import { styled, type Sink } from './output.js';
+import { visible } from './terminal-text.js';
 
 const RESULT_LINES = 12;
 
@@ -68,14 +69,14 @@ export function renderEngineLine(out: Sink, line: string): string {
   try {
     event = JSON.parse(line) as Record<string, any>;
   } catch {
-    return `${line}\n`;
+    return `${visible(line)}\n`;
   }
   if (event.type === 'berth_truncated') return `${styled(out, 'yellow', `(an engine line of ${event.bytes} bytes was too long to show)`)}\n`;
   const blocks: unknown = event.message?.content;
   if ((event.type !== 'assistant' && event.type !== 'user') || !Array.isArray(blocks)) return '';
   return blocks
     .map((block: Record<string, any>) => {
-      if (block.type === 'text' && event.type === 'assistant') return `${block.text}\n`;
+      if (block.type === 'text' && event.type === 'assistant') return `${visible(String(block.text))}\n`;
       if (block.type === 'tool_use') return `${toolCall(out, `${block.name} ${JSON.stringify(block.input ?? {})}`)}\n`;
       if (block.type === 'tool_result') return toolResult(out, resultText(block.content), block.is_error === true).map((l) => `${l}\n`).join('');
       return '';
@@ -102,5 +103,5 @@ function resultText(content: unknown): string {
 }
 
 function indent(lines: readonly string[]): string {
-  return lines.map((line) => `  ${line}\n`).join('');
+  return lines.map((line) => `  ${visible(line)}\n`).join('');
 }

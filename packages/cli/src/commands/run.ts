@@ -8,6 +8,7 @@ import { CliError, Interrupted } from '../errors.js';
 import { onInterrupt } from '../interrupt.js';
 import { styled } from '../output.js';
 import { Spinner } from '../spinner.js';
+import { visible } from '../terminal-text.js';
 
 interface RunOptions {
   readonly workdir?: string;
@@ -105,7 +106,7 @@ async function stream(context: Context, request: RunRequest): Promise<void> {
     for await (const frame of frames) {
       if (frame.type === 'output') {
         spinner.stop();
-        process.stdout.write(frame.content);
+        process.stdout.write(visible(frame.content));
         if (frame.content !== '') atLineStart = frame.content.endsWith('\n');
       } else if (frame.type === 'done') {
         sessionId = frame.session_id;
@@ -136,7 +137,8 @@ async function runAndWait(context: Context, request: RunRequest, json: boolean):
     interrupt.dispose();
   }
   if (json) return context.output.json(answer);
-  process.stdout.write(answer.output.endsWith('\n') || answer.output === '' ? answer.output : `${answer.output}\n`);
+  const output = visible(answer.output);
+  process.stdout.write(output.endsWith('\n') || output === '' ? output : `${output}\n`);
   continueHint(answer.session_id);
 }
 
