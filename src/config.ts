@@ -6,6 +6,7 @@ import { isIP } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { parseCpus, parseDuration, parseMemory } from './units.js';
 import { API_TOKEN_RULE, JWT_SECRET_RULE, secretWeakness } from './secret-strength.js';
+import { ApiTokenEntryError, parseApiTokens, type ApiToken } from './api-tokens.js';
 
 export type LogFormat = 'json' | 'text';
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -158,7 +159,8 @@ export interface Config {
   readonly auth: {
     readonly enabled: boolean;
     readonly jwtSecret: string;
-    readonly apiTokens: readonly string[];
+    /** SERVICE_API_TOKENS: each token with the identity (`sub`) of the callers it signs in (api-tokens.ts). */
+    readonly apiTokens: readonly ApiToken[];
     readonly accessTtlMs: number;
     readonly refreshTtlMs: number;
     readonly blacklistBackend: BlacklistBackendKind;
@@ -368,9 +370,16 @@ export function loadConfig(env: Env = process.env): Config {
     const weakness = isWeakJwtSecret(jwtSecret);
     if (weakness) throw new ConfigError('SERVICE_JWT_SECRET', `${weakness} (or set SERVICE_AUTH_ENABLED=false for local development)`);
   }
-  const apiTokens = read.list('SERVICE_API_TOKENS');
+  const apiTokenEntries = read.list('SERVICE_API_TOKENS');
+  let apiTokens: ApiToken[];
+  try {
+    apiTokens = parseApiTokens(apiTokenEntries);
+  } catch (error) {
+    if (error instanceof ApiTokenEntryError) throw new ConfigError('SERVICE_API_TOKENS', error.message);
+    throw error;
+  }
   if (authEnabled) {
-    for (const [index, token] of apiTokens.entries()) {
+    for (const [index, { token }] of apiTokens.entries()) {
       const weakness = secretWeakness(token, API_TOKEN_RULE);
       // The token itself is never echoed: only its position in the list.
       if (weakness) throw new ConfigError('SERVICE_API_TOKENS', `token ${index + 1} of ${apiTokens.length} ${weakness}`);

@@ -10,6 +10,11 @@ import type { TokenBlacklist } from '../../src/store/blacklist/blacklist.js';
 import { MemoryBlacklist } from '../../src/store/blacklist/memory-blacklist.js';
 
 const SECRET = 'tK9#vQ2$wX7!mN4@pL6&rS8*uZ1^yB3%';
+// The API tokens whose identities the tokens below carry as sub.
+const CONFIGURED = [
+  { identity: 'client-a', token: 'k3Vq9ZpX2mLw7RtY-a', named: true },
+  { identity: 'c', token: 'k3Vq9ZpX2mLw7RtY-c', named: true },
+];
 
 interface Harness {
   app: FastifyInstance;
@@ -23,7 +28,7 @@ async function harness(options: { enabled?: boolean; blacklist?: TokenBlacklist;
   const metrics = createMetrics();
   const app = Fastify();
   registerErrorHandler(app);
-  registerAuth(app, { enabled: options.enabled ?? true, auth: new AuthService({ tokens, blacklist: options.blacklist, apiTokens: [], log: { error: () => undefined } }), metrics });
+  registerAuth(app, { enabled: options.enabled ?? true, auth: new AuthService({ tokens, blacklist: options.blacklist, apiTokens: CONFIGURED, log: { error: () => undefined } }), metrics });
   const seen: (TokenClaims | undefined)[] = [];
   app.get('/health', async () => ({ status: 'ok' }));
   app.get('/swagger/doc.json', async () => ({ openapi: '3.0.0' }));
@@ -101,23 +106,32 @@ describe('protected routes', () => {
 
   it('lets a valid access token through and exposes its claims as request.auth', async () => {
     const { app, tokens, seen } = await harness();
-    const pair = await tokens.issuePair('client-a');
+    const pair = await tokens.issuePair('client-a', 'test-client');
     const response = await app.inject({ method: 'GET', url: '/jobs/1', headers: bearer(pair.access_token) });
     assert.equal(response.statusCode, 200);
     assert.equal(seen[0]?.sub, 'client-a');
     assert.equal(seen[0]?.typ, 'access');
   });
 
+  it('refuses a correctly signed token whose API token is not configured (removed, or never there)', async () => {
+    const { app, tokens, seen } = await harness();
+    const pair = await tokens.issuePair('removed-caller', 'test-client');
+    const response = await app.inject({ method: 'GET', url: '/jobs/1', headers: bearer(pair.access_token) });
+    assert.equal(response.statusCode, 401);
+    assert.equal(response.json().error, 'invalid token');
+    assert.equal(seen.length, 0);
+  });
+
   it('accepts the scheme name in any case', async () => {
     const { app, tokens } = await harness();
-    const pair = await tokens.issuePair('c');
+    const pair = await tokens.issuePair('c', 'test-client');
     const response = await app.inject({ method: 'GET', url: '/jobs/1', headers: { authorization: `bearer ${pair.access_token}` } });
     assert.equal(response.statusCode, 200);
   });
 
   it('refuses a refresh token with invalid token', async () => {
     const { app, tokens } = await harness();
-    const pair = await tokens.issuePair('c');
+    const pair = await tokens.issuePair('c', 'test-client');
     const response = await app.inject({ method: 'GET', url: '/jobs/1', headers: bearer(pair.refresh_token) });
     assert.equal(response.statusCode, 401);
     assert.equal(response.json().error, 'invalid token');
@@ -126,7 +140,7 @@ describe('protected routes', () => {
   it('answers token expired for an expired access token', async () => {
     let now = 1_700_000_000_000;
     const { app, tokens } = await harness({ now: () => now });
-    const pair = await tokens.issuePair('c');
+    const pair = await tokens.issuePair('c', 'test-client');
     now += 3_600_000;
     const response = await app.inject({ method: 'GET', url: '/jobs/1', headers: bearer(pair.access_token) });
     assert.equal(response.statusCode, 401);
@@ -136,7 +150,7 @@ describe('protected routes', () => {
   it('answers token blacklisted for a blacklisted access token', async () => {
     const blacklist = new MemoryBlacklist();
     const { app, tokens, seen } = await harness({ blacklist });
-    const pair = await tokens.issuePair('c');
+    const pair = await tokens.issuePair('c', 'test-client');
     await blacklist.add((await tokens.verifyAccess(pair.access_token)).jti, Date.now() + 3_600_000);
     const response = await app.inject({ method: 'GET', url: '/jobs/1', headers: bearer(pair.access_token) });
     assert.equal(response.statusCode, 401);
@@ -153,14 +167,14 @@ describe('protected routes', () => {
 
   it('answers 404 for an unknown URL once authenticated', async () => {
     const { app, tokens } = await harness();
-    const pair = await tokens.issuePair('c');
+    const pair = await tokens.issuePair('c', 'test-client');
     assert.equal((await app.inject({ method: 'GET', url: '/admin/secret', headers: bearer(pair.access_token) })).statusCode, 404);
   });
 
   it('does not serve metrics on the API port: GET /metrics without a token is 401, with one 404', async () => {
     const { app, tokens } = await harness();
     assert.equal((await app.inject({ method: 'GET', url: '/metrics' })).statusCode, 401);
-    const pair = await tokens.issuePair('c');
+    const pair = await tokens.issuePair('c', 'test-client');
     assert.equal((await app.inject({ method: 'GET', url: '/metrics', headers: bearer(pair.access_token) })).statusCode, 404);
   });
 
@@ -176,7 +190,7 @@ describe('auth failure metrics', () => {
     await app.inject({ method: 'GET', url: '/jobs/1' });
     await app.inject({ method: 'GET', url: '/jobs/1', headers: bearer('garbage') });
     await app.inject({ method: 'GET', url: '/jobs/1', headers: bearer('garbage') });
-    await app.inject({ method: 'GET', url: '/jobs/1', headers: bearer((await tokens.issuePair('c')).access_token) });
+    await app.inject({ method: 'GET', url: '/jobs/1', headers: bearer((await tokens.issuePair('c', 'test-client')).access_token) });
     assert.equal(await failures(metrics, 'token_required'), 1);
     assert.equal(await failures(metrics, 'invalid_token'), 2);
     assert.equal(await failures(metrics, 'token_expired'), 0);

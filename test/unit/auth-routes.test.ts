@@ -7,6 +7,7 @@ import { after, describe, it } from 'node:test';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Config } from '../../src/config.js';
 import { TokenService } from '../../src/core/auth/tokens.js';
+import { bareTokenIdentity, parseApiTokens } from '../../src/api-tokens.js';
 import { registerErrorHandler } from '../../src/http/error-handler.js';
 import { ErrorBodySchema } from '../../src/http/schemas.js';
 import { createValidatorCompiler } from '../../src/http/validators.js';
@@ -19,12 +20,16 @@ import { MemoryBlacklist } from '../../src/store/blacklist/memory-blacklist.js';
 
 const SECRET = 'tK9#vQ2$wX7!mN4@pL6&rS8*uZ1^yB3%';
 const API_TOKEN = 'api-token-0123456789abcdef';
+const OTHER_TOKEN = 'other-token-0123456789abcdef';
+const BARE_TOKEN = 'bare-token-0123456789abcdef';
+// API_TOKEN is alice's; the bare one is an unnamed owner of its own.
+const API_TOKENS = parseApiTokens([`other:${OTHER_TOKEN}`, `alice:${API_TOKEN}`, BARE_TOKEN]);
 
 function authConfig(overrides: Partial<Config['auth']> = {}): Config['auth'] {
   return {
     enabled: true,
     jwtSecret: SECRET,
-    apiTokens: ['other-token', API_TOKEN],
+    apiTokens: API_TOKENS,
     accessTtlMs: 24 * 3_600_000,
     refreshTtlMs: 7 * 24 * 3_600_000,
     blacklistBackend: 'memory',
@@ -40,8 +45,8 @@ interface Service {
 }
 
 // Built the way src/http/app.ts wires it: strict body validator, error handler, auth gate, then the routes.
-async function service(options: { blacklist?: TokenBlacklist | null; enabled?: boolean } = {}): Promise<Service> {
-  const config = authConfig({ enabled: options.enabled ?? true });
+async function service(options: { blacklist?: TokenBlacklist | null; enabled?: boolean; apiTokens?: Config['auth']['apiTokens'] } = {}): Promise<Service> {
+  const config = authConfig({ enabled: options.enabled ?? true, ...(options.apiTokens ? { apiTokens: options.apiTokens } : {}) });
   const tokens = new TokenService({ secret: config.jwtSecret, accessTtlMs: config.accessTtlMs, refreshTtlMs: config.refreshTtlMs });
   const blacklist = options.blacklist === null ? undefined : (options.blacklist ?? new MemoryBlacklist());
   const metrics = createMetrics();
@@ -64,11 +69,11 @@ interface Pair {
   expires_in: number;
 }
 
-async function login(app: FastifyInstance, clientId = 'client-a'): Promise<Pair> {
+async function login(app: FastifyInstance, clientId = 'client-a', apiToken = API_TOKEN): Promise<Pair> {
   const response = await app.inject({
     method: 'POST',
     url: '/auth/token',
-    headers: { authorization: `Bearer ${API_TOKEN}` },
+    headers: { authorization: `Bearer ${apiToken}` },
     payload: { client_id: clientId },
   });
   assert.equal(response.statusCode, 200, response.body);
@@ -196,7 +201,7 @@ describe('POST /auth/validate', () => {
     assert.equal(response.statusCode, 200);
     const body = response.json<{ valid: boolean; claims: { sub: string; exp: number } }>();
     assert.equal(body.valid, true);
-    assert.equal(body.claims.sub, 'client-v');
+    assert.equal(body.claims.sub, 'alice', 'the sub is the API token\'s name, not the client_id');
     assert.ok(Math.abs(body.claims.exp - (Math.floor(Date.now() / 1000) + 86_400)) <= 2);
     assert.deepEqual(Object.keys(body.claims).sort(), ['exp', 'sub']);
   });
@@ -253,7 +258,7 @@ describe('POST /auth/logout', () => {
   it('refuses to revoke a refresh token of another client', async () => {
     const { app } = await service();
     const mine = await login(app, 'mine');
-    const theirs = await login(app, 'theirs');
+    const theirs = await login(app, 'theirs', OTHER_TOKEN);
     const logout = await app.inject({
       method: 'POST',
       url: '/auth/logout',
@@ -286,6 +291,54 @@ describe('POST /auth/logout', () => {
   it('answers 401 token required without a token', async () => {
     const { app } = await service();
     assert.equal((await app.inject({ method: 'POST', url: '/auth/logout' })).json().error, 'token required');
+  });
+});
+
+describe('identity from the API token', () => {
+  const subOf = async (app: FastifyInstance, pair: Pair) =>
+    (await app.inject({ method: 'POST', url: '/auth/validate', headers: bearer(pair.access_token) })).json<{ claims: { sub: string } }>().claims.sub;
+  const claimsOf = (token: string) => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as { sub: string; client_id: string };
+
+  it('gives every token of a named API token sub = its name, whatever client_id is asked for', async () => {
+    const { app } = await service();
+    for (const clientId of ['client-a', 'other', 'Other', 'other/client-a', '../other', 'alice/../other', bareTokenIdentity(BARE_TOKEN), ' other ', 'x'.repeat(256)]) {
+      const pair = await login(app, clientId);
+      assert.equal(await subOf(app, pair), 'alice', JSON.stringify(clientId));
+      assert.deepEqual(claimsOf(pair.access_token), { ...claimsOf(pair.access_token), sub: 'alice', client_id: clientId }, 'the client_id is kept as a label');
+    }
+    assert.equal(await subOf(app, await login(app, 'alice', OTHER_TOKEN)), 'other', 'asking for another name\'s client_id gives one\'s own name');
+  });
+
+  it('gives a bare API token its own identity: token:<fingerprint>, the same after a restart, never the token', async () => {
+    const first = await service();
+    const pair = await login(first.app, 'console', BARE_TOKEN);
+    const sub = await subOf(first.app, pair);
+    assert.match(sub, /^token:[0-9a-f]{12}$/);
+    assert.ok(!sub.includes(BARE_TOKEN.slice(0, 8)));
+    const second = await service();
+    assert.equal(await subOf(second.app, await login(second.app, 'cli', BARE_TOKEN)), sub, 'stable across restarts and client_ids');
+    assert.equal(await subOf(second.app, pair), sub, 'tokens issued before a restart keep their owner');
+  });
+
+  it('keeps sub and client_id through a refresh', async () => {
+    const { app } = await service();
+    const pair = await login(app, 'ci-bot');
+    const refreshed = await app.inject({ method: 'POST', url: '/auth/refresh', payload: { refresh_token: pair.refresh_token } });
+    assert.equal(refreshed.statusCode, 200);
+    const claims = claimsOf(refreshed.json<Pair>().access_token);
+    assert.deepEqual([claims.sub, claims.client_id], ['alice', 'ci-bot']);
+  });
+
+  it('refuses access and refresh tokens of an API token that is no longer configured', async () => {
+    const before = await service();
+    const pair = await login(before.app, 'ci-bot');
+    const after = await service({ apiTokens: parseApiTokens([`other:${OTHER_TOKEN}`]) });
+    const use = await after.app.inject({ method: 'GET', url: '/jobs', headers: bearer(pair.access_token) });
+    assert.deepEqual([use.statusCode, use.json().error], [401, 'invalid token']);
+    const refresh = await after.app.inject({ method: 'POST', url: '/auth/refresh', payload: { refresh_token: pair.refresh_token } });
+    assert.deepEqual([refresh.statusCode, refresh.json().error], [401, 'invalid token']);
+    const renamed = await service({ apiTokens: parseApiTokens([`carol:${API_TOKEN}`]) });
+    assert.equal((await renamed.app.inject({ method: 'GET', url: '/jobs', headers: bearer(pair.access_token) })).statusCode, 401, 'renaming a token ends its sessions too');
   });
 });
 

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { SignJWT, generateKeyPair } from 'jose';
-import { TokenService, apiTokenMatches } from '../../src/core/auth/tokens.js';
+import { TokenService, findApiToken } from '../../src/core/auth/tokens.js';
+import { parseApiTokens } from '../../src/api-tokens.js';
 import { BerthError } from '../../src/errors.js';
 
 const SECRET = 'tK9#vQ2$wX7!mN4@pL6&rS8*uZ1^yB3%';
@@ -19,7 +20,7 @@ function base64url(value: unknown): string {
 
 function validPayload(typ = 'access'): Record<string, unknown> {
   const iat = Math.floor(Date.now() / 1000);
-  return { sub: 'client', iat, exp: iat + 3600, jti: 'a-jti', typ };
+  return { sub: 'client', client_id: 'cli', iat, exp: iat + 3600, jti: 'a-jti', typ };
 }
 
 async function rejectsWith(promise: Promise<unknown>, message: string): Promise<void> {
@@ -33,7 +34,7 @@ async function rejectsWith(promise: Promise<unknown>, message: string): Promise<
 
 describe('TokenService.issuePair', () => {
   it('returns an access token, a refresh token, token_type Bearer and expires_in in seconds', async () => {
-    const pair = await service().issuePair('client-a');
+    const pair = await service().issuePair('client-a', 'cli');
     assert.equal(pair.token_type, 'Bearer');
     assert.equal(pair.expires_in, 86_400);
     assert.match(pair.access_token, /^[\w-]+\.[\w-]+\.[\w-]+$/);
@@ -41,14 +42,14 @@ describe('TokenService.issuePair', () => {
     assert.notEqual(pair.access_token, pair.refresh_token);
   });
 
-  it('signs with HS256 and puts sub, iat, exp, jti and typ in the claims', async () => {
+  it('signs with HS256 and puts sub, client_id, iat, exp, jti and typ in the claims', async () => {
     const now = 1_700_000_000_000;
     const tokens = service(() => now);
-    const pair = await tokens.issuePair('client-a');
+    const pair = await tokens.issuePair('client-a', 'cli');
     const header = JSON.parse(Buffer.from(pair.access_token.split('.')[0]!, 'base64url').toString()) as { alg: string };
     assert.equal(header.alg, 'HS256');
     const access = await tokens.verifyAccess(pair.access_token);
-    assert.deepEqual({ ...access, jti: typeof access.jti }, { sub: 'client-a', iat: 1_700_000_000, exp: 1_700_086_400, jti: 'string', typ: 'access' });
+    assert.deepEqual({ ...access, jti: typeof access.jti }, { sub: 'client-a', client_id: 'cli', iat: 1_700_000_000, exp: 1_700_086_400, jti: 'string', typ: 'access' });
     const refresh = await tokens.verifyRefresh(pair.refresh_token);
     assert.equal(refresh.exp, 1_700_000_000 + 7 * 86_400);
     assert.equal(refresh.typ, 'refresh');
@@ -57,8 +58,8 @@ describe('TokenService.issuePair', () => {
 
   it('gives every token its own jti', async () => {
     const tokens = service();
-    const a = await tokens.verifyAccess((await tokens.issuePair('c')).access_token);
-    const b = await tokens.verifyAccess((await tokens.issuePair('c')).access_token);
+    const a = await tokens.verifyAccess((await tokens.issuePair('c', 'cli')).access_token);
+    const b = await tokens.verifyAccess((await tokens.issuePair('c', 'cli')).access_token);
     assert.notEqual(a.jti, b.jti);
   });
 });
@@ -66,35 +67,47 @@ describe('TokenService.issuePair', () => {
 describe('TokenService.refresh', () => {
   it('returns a new access token and a rotated refresh token for the same subject', async () => {
     const tokens = service();
-    const first = await tokens.issuePair('client-a');
+    const first = await tokens.issuePair('client-a', 'cli');
     const second = await tokens.refresh(first.refresh_token);
     assert.deepEqual(Object.keys(second).sort(), ['access_token', 'expires_in', 'refresh_token', 'token_type']);
     assert.notEqual(second.refresh_token, first.refresh_token);
     assert.notEqual(second.access_token, first.access_token);
-    assert.equal((await tokens.verifyAccess(second.access_token)).sub, 'client-a');
+    assert.deepEqual(
+      (({ sub, client_id }) => ({ sub, client_id }))(await tokens.verifyAccess(second.access_token)),
+      { sub: 'client-a', client_id: 'cli' },
+      'sub and client_id survive the rotation',
+    );
   });
 
   it('refuses an access token', async () => {
     const tokens = service();
-    await rejectsWith(tokens.refresh((await tokens.issuePair('c')).access_token), 'invalid token');
+    await rejectsWith(tokens.refresh((await tokens.issuePair('c', 'cli')).access_token), 'invalid token');
   });
 });
 
 describe('token kinds', () => {
   it('never accepts a refresh token as an access token', async () => {
     const tokens = service();
-    await rejectsWith(tokens.verifyAccess((await tokens.issuePair('c')).refresh_token), 'invalid token');
+    await rejectsWith(tokens.verifyAccess((await tokens.issuePair('c', 'cli')).refresh_token), 'invalid token');
   });
 
   it('never accepts an access token as a refresh token', async () => {
     const tokens = service();
-    await rejectsWith(tokens.verifyRefresh((await tokens.issuePair('c')).access_token), 'invalid token');
+    await rejectsWith(tokens.verifyRefresh((await tokens.issuePair('c', 'cli')).access_token), 'invalid token');
   });
 
   it('refuses a correctly signed token without a typ claim', async () => {
     const { typ: _typ, ...payload } = validPayload();
     const token = await new SignJWT(payload).setProtectedHeader({ alg: 'HS256' }).sign(KEY);
     await rejectsWith(service().verifyAccess(token), 'invalid token');
+  });
+
+  it('refuses a correctly signed token without a client_id claim (one from before sub came from the API token)', async () => {
+    const { client_id: _clientId, ...payload } = validPayload();
+    const token = await new SignJWT(payload).setProtectedHeader({ alg: 'HS256' }).sign(KEY);
+    await rejectsWith(service().verifyAccess(token), 'invalid token');
+    const refresh = await new SignJWT({ ...payload, typ: 'refresh' }).setProtectedHeader({ alg: 'HS256' }).sign(KEY);
+    await rejectsWith(service().refresh(refresh), 'invalid token');
   });
 
   it('refuses a correctly signed token without a jti claim', async () => {
@@ -113,7 +126,7 @@ describe('expiry', () => {
   it('answers token expired once exp has passed', async () => {
     let now = 1_700_000_000_000;
     const tokens = service(() => now);
-    const pair = await tokens.issuePair('c');
+    const pair = await tokens.issuePair('c', 'cli');
     now += 24 * HOUR;
     await rejectsWith(tokens.verifyAccess(pair.access_token), 'token expired');
   });
@@ -121,7 +134,7 @@ describe('expiry', () => {
   it('accepts the token one second before exp', async () => {
     let now = 1_700_000_000_000;
     const tokens = service(() => now);
-    const pair = await tokens.issuePair('c');
+    const pair = await tokens.issuePair('c', 'cli');
     now += 24 * HOUR - 1000;
     assert.equal((await tokens.verifyAccess(pair.access_token)).sub, 'c');
   });
@@ -129,7 +142,7 @@ describe('expiry', () => {
   it('answers token expired for an expired refresh token', async () => {
     let now = 1_700_000_000_000;
     const tokens = service(() => now);
-    const pair = await tokens.issuePair('c');
+    const pair = await tokens.issuePair('c', 'cli');
     now += 8 * 24 * HOUR;
     await rejectsWith(tokens.refresh(pair.refresh_token), 'token expired');
   });
@@ -191,7 +204,7 @@ describe('malformed and forged tokens', () => {
 
   it('refuses a token whose payload was changed after signing', async () => {
     const tokens = service();
-    const [header, , signature] = (await tokens.issuePair('alice')).access_token.split('.');
+    const [header, , signature] = (await tokens.issuePair('alice', 'cli')).access_token.split('.');
     const forged = `${header}.${base64url({ ...validPayload(), sub: 'admin' })}.${signature}`;
     await rejectsWith(tokens.verifyAccess(forged), 'invalid token');
   });
@@ -203,22 +216,27 @@ describe('malformed and forged tokens', () => {
   });
 });
 
-describe('apiTokenMatches', () => {
-  it('accepts a token that is in the list', () => {
-    assert.equal(apiTokenMatches('second', ['first', 'second']), true);
+describe('findApiToken', () => {
+  const accepted = parseApiTokens(['alice:first-token-value', 'second-token-value']);
+
+  it('finds the entry of a token that is in the list, with its identity', () => {
+    assert.equal(findApiToken('first-token-value', accepted)?.identity, 'alice');
+    assert.equal(findApiToken('second-token-value', accepted)?.identity, accepted[1]!.identity);
   });
 
-  it('refuses a token that is not in the list', () => {
-    assert.equal(apiTokenMatches('third', ['first', 'second']), false);
+  it('refuses a token that is not in the list, and the name:token entry itself', () => {
+    assert.equal(findApiToken('third-token-value', accepted), undefined);
+    assert.equal(findApiToken('alice:first-token-value', accepted), undefined);
+    assert.equal(findApiToken('alice', accepted), undefined);
   });
 
   it('refuses prefixes, extensions and case variants of an accepted token', () => {
-    for (const presented of ['firs', 'first!', 'FIRST', '']) assert.equal(apiTokenMatches(presented, ['first']), false);
+    for (const presented of ['first-token-valu', 'first-token-value!', 'FIRST-TOKEN-VALUE', '']) assert.equal(findApiToken(presented, accepted), undefined);
   });
 
   it('accepts nothing when no API token is configured', () => {
-    assert.equal(apiTokenMatches('', []), false);
-    assert.equal(apiTokenMatches('anything', []), false);
+    assert.equal(findApiToken('', []), undefined);
+    assert.equal(findApiToken('anything', []), undefined);
   });
 });
 

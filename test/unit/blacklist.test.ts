@@ -231,13 +231,13 @@ describe('failing closed', () => {
     const metrics = createMetrics();
     const app = Fastify();
     registerErrorHandler(app);
-    registerAuth(app, { enabled: true, auth: new AuthService({ tokens, blacklist: new ThrowingBlacklist(), apiTokens: [], log: { error: () => undefined } }), metrics });
+    registerAuth(app, { enabled: true, auth: new AuthService({ tokens, blacklist: new ThrowingBlacklist(), apiTokens: [{ identity: 'c', token: 'k3Vq9ZpX2mLw7RtY-c', named: true }], log: { error: () => undefined } }), metrics });
     let handled = 0;
     app.get('/jobs', async () => {
       handled += 1;
       return { jobs: [] };
     });
-    const pair = await tokens.issuePair('c');
+    const pair = await tokens.issuePair('c', 'test-client');
     const response = await app.inject({ method: 'GET', url: '/jobs', headers: { authorization: `Bearer ${pair.access_token}` } });
     assert.equal(response.statusCode, 503);
     assert.deepEqual(response.json(), {
@@ -255,9 +255,9 @@ describe('failing closed', () => {
     await blacklist.close();
     const app = Fastify();
     registerErrorHandler(app);
-    registerAuth(app, { enabled: true, auth: new AuthService({ tokens, blacklist, apiTokens: [], log: { error: () => undefined } }), metrics: createMetrics() });
+    registerAuth(app, { enabled: true, auth: new AuthService({ tokens, blacklist, apiTokens: [{ identity: 'c', token: 'k3Vq9ZpX2mLw7RtY-c', named: true }], log: { error: () => undefined } }), metrics: createMetrics() });
     app.get('/jobs', async () => ({ jobs: [] }));
-    const pair = await tokens.issuePair('c');
+    const pair = await tokens.issuePair('c', 'test-client');
     const response = await app.inject({ method: 'GET', url: '/jobs', headers: { authorization: `Bearer ${pair.access_token}` } });
     assert.equal(response.statusCode, 503);
   });

@@ -78,7 +78,58 @@ describe('authentication settings', () => {
 
   it('reads SERVICE_API_TOKENS as a comma-separated list, trimming blanks', () => {
     const [one, two] = ['k3Vq9ZpX2mLw7RtY', 'Hd8sJf2Lq0Wz5Nc4Bx'];
-    assert.deepEqual(load({ SERVICE_API_TOKENS: ` ${one}, ${two} ,, ` }).auth.apiTokens, [one, two]);
+    assert.deepEqual(load({ SERVICE_API_TOKENS: ` ${one}, ${two} ,, ` }).auth.apiTokens.map((entry) => entry.token), [one, two]);
+  });
+
+  it('reads name:token entries: the name is the identity of the callers the token signs in', () => {
+    const [one, two] = ['k3Vq9ZpX2mLw7RtY', 'Hd8sJf2Lq0Wz5Nc4Bx'];
+    const { apiTokens } = load({ SERVICE_API_TOKENS: `alice:${one}, ci.bot-2 : ${two}` }).auth;
+    assert.deepEqual(apiTokens, [
+      { identity: 'alice', token: one, named: true },
+      { identity: 'ci.bot-2', token: two, named: true },
+    ]);
+  });
+
+  it('gives each bare token its own identity, token:<fingerprint>, which is not the token', () => {
+    const [one, two] = ['k3Vq9ZpX2mLw7RtY', 'Hd8sJf2Lq0Wz5Nc4Bx'];
+    const [first, second] = load({ SERVICE_API_TOKENS: `${one},bob:x${two},${two}` }).auth.apiTokens.filter((entry) => !entry.named);
+    assert.match(first!.identity, /^token:[0-9a-f]{12}$/);
+    assert.notEqual(first!.identity, second!.identity);
+    assert.equal(load({ SERVICE_API_TOKENS: one }).auth.apiTokens[0]!.identity, first!.identity, 'the same token, the same identity');
+    assert.ok(!first!.identity.includes(one.slice(0, 6)));
+  });
+
+  it('keeps everything after the first ":" as the token', () => {
+    assert.deepEqual(load({ SERVICE_API_TOKENS: 'alice:k3Vq9Z:pX2mLw7RtY' }).auth.apiTokens, [{ identity: 'alice', token: 'k3Vq9Z:pX2mLw7RtY', named: true }]);
+  });
+
+  it('refuses an invalid or repeated name, or a repeated token, naming the entry by position and never echoing it', () => {
+    const token = 'k3Vq9ZpX2mLw7RtY';
+    const cases: [string, RegExp][] = [
+      [`-alice:${token}`, /entry 1 of 1 has a name/],
+      [`:${token}`, /entry 1 of 1 has a name/],
+      [`al ice:${token}`, /entry 1 of 1 has a name/],
+      [`al/ice:${token}`, /entry 1 of 1 has a name/],
+      [`${'a'.repeat(65)}:${token}`, /entry 1 of 1 has a name/],
+      [`zed-secret-prefix:`, /entry 1 of 1 has a name but no token/],
+      [`alice:${token},bob:Hd8sJf2Lq0Wz5Nc4Bx,ALICE:Pq7rT2vX9zB4nM6k`, /entry 3 of 3 repeats the name of entry 1/],
+      [`alice:${token},bob:${token}`, /entry 2 of 2 repeats the token of entry 1/],
+      [`${token},bob:${token}`, /entry 2 of 2 repeats the token of entry 1/],
+    ];
+    for (const [value, message] of cases) {
+      refuses({ SERVICE_JWT_SECRET: STRONG, SERVICE_API_TOKENS: value }, 'SERVICE_API_TOKENS');
+      assert.throws(() => load({ SERVICE_API_TOKENS: value }), (error: Error) => {
+        assert.match(error.message, message);
+        assert.ok(!error.message.includes(token), 'the token is never echoed');
+        assert.ok(!/alice|zed-secret|al ice|al\/ice/i.test(error.message), 'nor the name (it may be part of an old token)');
+        return true;
+      });
+    }
+  });
+
+  it('checks the strength of the token part of a named entry', () => {
+    refuses({ SERVICE_JWT_SECRET: STRONG, SERVICE_API_TOKENS: 'alice:short' }, 'SERVICE_API_TOKENS');
+    assert.throws(() => load({ SERVICE_API_TOKENS: 'alice:aaaaaaaaaaaaaaaaaaaaaaaa' }), /token 1 of 1 uses only 1 distinct/);
   });
 
   it('refuses weak API tokens at start, naming the variable and never the token', () => {

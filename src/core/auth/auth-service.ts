@@ -3,15 +3,20 @@
 // Refresh tokens are single-use: a refresh blacklists the presented refresh token's jti (when a blacklist
 // exists), so a stolen refresh token that has been used once is worthless. The blacklist fails closed: a
 // backend error refuses the request (503) rather than letting a revoked token through.
+// Identity comes from the API token, never from the request: POST /auth/token issues tokens whose `sub` is
+// the identity of the API token presented (its name, or a bare token's fingerprint; api-tokens.ts), and
+// access and refresh tokens are honoured only while that API token is still configured, so removing an
+// API token from SERVICE_API_TOKENS (and restarting) ends every session it opened.
 import type { Logger } from 'pino';
 import { errors, BerthError } from '../../errors.js';
 import type { TokenBlacklist } from '../../store/blacklist/blacklist.js';
-import { apiTokenMatches, type TokenClaims, type TokenPair, type TokenService } from './tokens.js';
+import type { ApiToken } from '../../api-tokens.js';
+import { findApiToken, type TokenClaims, type TokenPair, type TokenService } from './tokens.js';
 
 export interface AuthServiceDependencies {
   readonly tokens: TokenService;
   readonly blacklist: TokenBlacklist | undefined;
-  readonly apiTokens: readonly string[];
+  readonly apiTokens: readonly ApiToken[];
   readonly log: Pick<Logger, 'error'>;
 }
 
@@ -19,22 +24,45 @@ export interface AuthServiceDependencies {
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
 
 export class AuthService {
-  constructor(private readonly deps: AuthServiceDependencies) {}
+  /** The identities of the configured API tokens: a token whose `sub` is not among them is refused. */
+  private readonly identities: ReadonlySet<string>;
+
+  constructor(private readonly deps: AuthServiceDependencies) {
+    this.identities = new Set(deps.apiTokens.map((apiToken) => apiToken.identity));
+  }
 
   /** The API token presented to POST /auth/token; refused (401) before anything else is looked at. */
   checkApiToken(presented: string): void {
-    if (!apiTokenMatches(presented, this.deps.apiTokens)) throw errors.invalidApiToken();
+    this.identify(presented);
   }
 
-  /** A token pair for `clientId`, the `sub` that owns everything created with its tokens. */
-  async issue(clientId: string): Promise<TokenPair> {
+  /**
+   * A token pair for the caller holding `presentedApiToken`. Its `sub`, the owner of everything created with
+   * these tokens, is that API token's identity; `clientId` is only carried along as a label, so no value of
+   * it (another caller's name or client_id, a fingerprint, slashes…) reaches anyone else's work.
+   */
+  async issue(presentedApiToken: string, clientId: string): Promise<TokenPair> {
+    const identity = this.identify(presentedApiToken);
     if (CONTROL_CHARACTERS.test(clientId)) throw errors.badRequest('client_id must not contain control characters');
-    return this.deps.tokens.issuePair(clientId);
+    return this.deps.tokens.issuePair(identity, clientId);
+  }
+
+  /** The identity of a configured API token; 401 for any other. */
+  private identify(presented: string): string {
+    const apiToken = findApiToken(presented, this.deps.apiTokens);
+    if (apiToken === undefined) throw errors.invalidApiToken();
+    return apiToken.identity;
+  }
+
+  /** Refuses a token whose API token is no longer configured, as if it had never been valid. */
+  private requireConfiguredIdentity(claims: TokenClaims): void {
+    if (!this.identities.has(claims.sub)) throw errors.invalidToken();
   }
 
   /** The claims of a valid, not revoked access token; the catalogue's 401/503 otherwise. */
   async authenticate(accessToken: string): Promise<TokenClaims> {
     const claims = await this.deps.tokens.verifyAccess(accessToken);
+    this.requireConfiguredIdentity(claims);
     const { blacklist } = this.deps;
     if (blacklist === undefined) return claims;
     let revoked: boolean;
@@ -51,8 +79,9 @@ export class AuthService {
   /** Rotates a refresh token: the presented one is revoked, a new pair for the same subject issued. */
   async refresh(refreshToken: string): Promise<TokenPair> {
     const claims = await this.deps.tokens.verifyRefresh(refreshToken);
+    this.requireConfiguredIdentity(claims);
     await this.revoke(claims, { mustExist: false, checkFirst: true });
-    return this.deps.tokens.issuePair(claims.sub);
+    return this.deps.tokens.issuePair(claims.sub, claims.client_id);
   }
 
   /** Revokes the access token and, when given, a refresh token of the same subject (one already expired is skipped). */

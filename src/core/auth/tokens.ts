@@ -1,16 +1,22 @@
 // Issues and verifies Berth's JWTs. Access and refresh tokens are HS256 JWTs signed with
-// SERVICE_JWT_SECRET, carrying sub, iat, exp, jti and a `typ` claim ('access' | 'refresh') so neither
-// kind is ever accepted as the other. Only HS256 is accepted: the header's alg is checked before any
+// SERVICE_JWT_SECRET, carrying sub (the identity of the API token that obtained them), client_id (the
+// name the caller asked for: a label, never an owner), iat, exp, jti and a `typ` claim ('access' |
+// 'refresh') so neither kind is ever accepted as the other. A token without client_id comes from a release
+// whose `sub` was the requested client_id, so anyone could have named any owner in it: it is refused. Only HS256 is accepted: the header's alg is checked before any
 // verification and jose is told the same, so alg none, other HMAC sizes, RS256 and the RS256-with-HMAC-key
 // confusion all end as `invalid token`. Every jose error is translated here, at one place.
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { SignJWT, decodeProtectedHeader, errors as joseErrors, jwtVerify } from 'jose';
 import { BerthError, errors } from '../../errors.js';
+import type { ApiToken } from '../../api-tokens.js';
 
 export type TokenKind = 'access' | 'refresh';
 
 export interface TokenClaims {
+  /** The identity of the API token the token descends from (api-tokens.ts): the owner of its work. */
   readonly sub: string;
+  /** The client_id asked for at POST /auth/token; kept through refreshes, shown, never used to decide access. */
+  readonly client_id: string;
   /** Seconds since the epoch. */
   readonly exp: number;
   /** Seconds since the epoch. */
@@ -53,10 +59,10 @@ export class TokenService {
     this.now = options.now ?? Date.now;
   }
 
-  async issuePair(subject: string): Promise<TokenPair> {
+  async issuePair(subject: string, clientId: string): Promise<TokenPair> {
     const [accessToken, refreshToken] = await Promise.all([
-      this.sign(subject, 'access', this.accessTtlSeconds),
-      this.sign(subject, 'refresh', this.refreshTtlSeconds),
+      this.sign(subject, clientId, 'access', this.accessTtlSeconds),
+      this.sign(subject, clientId, 'refresh', this.refreshTtlSeconds),
     ]);
     return { access_token: accessToken, refresh_token: refreshToken, token_type: 'Bearer', expires_in: this.accessTtlSeconds };
   }
@@ -67,7 +73,7 @@ export class TokenService {
    */
   async refresh(refreshToken: string): Promise<TokenPair> {
     const claims = await this.verifyRefresh(refreshToken);
-    return this.issuePair(claims.sub);
+    return this.issuePair(claims.sub, claims.client_id);
   }
 
   verifyAccess(token: string): Promise<TokenClaims> {
@@ -78,9 +84,9 @@ export class TokenService {
     return this.verify(token, 'refresh');
   }
 
-  private async sign(subject: string, typ: TokenKind, ttlSeconds: number): Promise<string> {
+  private async sign(subject: string, clientId: string, typ: TokenKind, ttlSeconds: number): Promise<string> {
     const iat = Math.floor(this.now() / 1000);
-    return new SignJWT({ typ })
+    return new SignJWT({ typ, client_id: clientId })
       .setProtectedHeader({ alg: ALGORITHM, typ: 'JWT' })
       .setSubject(subject)
       .setIssuedAt(iat)
@@ -98,11 +104,11 @@ export class TokenService {
         requiredClaims: ['sub', 'exp', 'iat', 'jti'],
         currentDate: new Date(this.now()),
       });
-      const { sub, exp, iat, jti, typ } = payload;
-      if (typ !== expected || typeof sub !== 'string' || sub === '' || typeof jti !== 'string' || jti === '') {
+      const { sub, exp, iat, jti, typ, client_id: clientId } = payload;
+      if (typ !== expected || typeof sub !== 'string' || sub === '' || typeof jti !== 'string' || jti === '' || typeof clientId !== 'string') {
         throw errors.invalidToken();
       }
-      return { sub, exp: exp!, iat: iat!, jti, typ: expected };
+      return { sub, client_id: clientId, exp: exp!, iat: iat!, jti, typ: expected };
     } catch (error) {
       if (error instanceof BerthError) throw error;
       if (error instanceof joseErrors.JWTExpired) throw errors.tokenExpired();
@@ -112,17 +118,17 @@ export class TokenService {
 }
 
 /**
- * Whether `presented` equals one of `accepted`, in time independent of where (or whether) they differ:
- * both sides are hashed to SHA-256 first so lengths do not leak, and every candidate is compared.
+ * The entry of `accepted` whose token equals `presented`, in time independent of where (or whether) they
+ * differ: both sides are hashed to SHA-256 first so lengths do not leak, and every candidate is compared.
  */
-export function apiTokenMatches(presented: string, accepted: readonly string[]): boolean {
+export function findApiToken(presented: string, accepted: readonly ApiToken[]): ApiToken | undefined {
   const digest = sha256(presented);
-  let matched = false;
+  let found: ApiToken | undefined;
   for (const candidate of accepted) {
-    if (candidate === '') continue;
-    matched = timingSafeEqual(digest, sha256(candidate)) || matched;
+    if (candidate.token === '') continue;
+    if (timingSafeEqual(digest, sha256(candidate.token))) found ??= candidate;
   }
-  return matched;
+  return found;
 }
 
 function sha256(text: string): Buffer {

@@ -33,7 +33,7 @@ const TokenRequest = Type.Object(
     client_id: Type.String({
       minLength: 1,
       maxLength: 256,
-      description: 'Name of the caller; becomes the tokens\' sub claim. 1–256 characters, no control characters.',
+      description: 'A label for this client (kept in the tokens\' client_id claim). It does not choose the owner: the tokens\' sub is the name of the API token presented. 1–256 characters, no control characters.',
     }),
   },
   { additionalProperties: false },
@@ -61,7 +61,7 @@ const LogoutRequest = Type.Object(
 const ValidateResponse = Type.Object({
   valid: Type.Boolean({ description: 'Always true: an invalid token is a 401' }),
   claims: Type.Object({
-    sub: Type.String({ description: 'The client_id the token was issued to' }),
+    sub: Type.String({ description: 'The owner: the name of the API token the token was obtained with (token:<fingerprint> for an unnamed one)' }),
     exp: Type.Integer({ description: 'Expiry, seconds since the epoch.' }),
   }),
 });
@@ -100,7 +100,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRoutesDeps): 
         deps.auth.checkApiToken(bearerToken(request.headers.authorization));
       }),
   }, async (request) => {
-    return deps.auth.issue(request.body.client_id);
+    return deps.auth.issue(bearerToken(request.headers.authorization), request.body.client_id);
   });
 
   api.post('/auth/refresh', {
