@@ -17,7 +17,8 @@ import { createMetrics } from './metrics/metrics.js';
 import { PodmanClient } from './runtime/podman/client.js';
 import { PodmanRuntime } from './runtime/podman/podman-runtime.js';
 import { startPodmanService, type PodmanService } from './runtime/podman/service-process.js';
-import type { ContainerRuntime } from './runtime/container-runtime.js';
+import { STACK_INSTANCE_LABEL, type ContainerRuntime } from './runtime/container-runtime.js';
+import { NetworkIsolation } from './runtime/podman/network-isolation.js';
 import { prepareEngineImage } from './core/runs/engine-image.js';
 import { withTranslatedErrors } from './core/runtime-errors.js';
 import { VolumeStaging } from './runtime/volume-staging.js';
@@ -113,6 +114,14 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     // Core services get the runtime whose unreachable-Podman errors are already Berth's 503.
     const runtime = withTranslatedErrors(podman);
     await runtime.ping();
+    // Callers' networks are kept apart on the host before any stack is adopted or container started.
+    // Rootless Podman keeps its bridges in its own network namespace, out of the host's nftables.
+    if (process.getuid?.() === 0) {
+      const byInstance = `${STACK_INSTANCE_LABEL}=${config.instanceName}`;
+      cleanups.push(await podman.isolateNetworks(new NetworkIsolation(config.instanceName), config.agent.network, byInstance));
+    } else {
+      logger.warn('rootless Podman: networks are not isolated between callers (stack networks have no route out, but engine containers can reach each other and other callers\' stacks; docs/compose.md)');
+    }
     // Async jobs a previous process left running keep their containers and directories: they are followed
     // again (JobService.start). Everything else that process left is removed.
     const jobStore = new SqliteJobStore(join(config.dataDir, 'jobs.db'));

@@ -316,7 +316,10 @@ export interface ContainerRuntime {
   buildImage(options: BuildOptions): Promise<string>;
   /** Removes an image; false when it is still used by a container (it is then kept). */
   removeImage(reference: string): Promise<boolean>;
-  /** A network with DNS, where containers reach each other by their aliases. */
+  /**
+   * A stack network: DNS (containers reach each other by their aliases), no route out, and where the host
+   * allows it (rootful) reachable only from its own containers (runtime/podman/network-isolation.ts).
+   */
   createNetwork(name: string, labels: Readonly<Record<string, string>>): Promise<void>;
   removeNetwork(name: string): Promise<void>;
   listNetworks(label: string): Promise<LabelledObject[]>;

@@ -24,6 +24,7 @@ import { demultiplex } from './multiplexed-stream.js';
 import { isRegistryNotFound, readPullStream } from './pull-stream.js';
 import { kernelLoggedOomKill } from '../kernel-oom-log.js';
 import { BridgeAddresses } from './bridge-address.js';
+import type { AgentBridge, NetworkIsolation } from './network-isolation.js';
 
 interface LibpodInspect {
   Id?: string;
@@ -74,6 +75,10 @@ export class PodmanRuntime implements ContainerRuntime {
   /** The networks of each container created here, to fix their bridges' addresses once it started. */
   private readonly networksOf = new Map<string, string[]>();
   private readonly bridges: BridgeAddresses;
+  /** Set by isolateNetworks (rootful): stack bridges are added to it as their networks are created. */
+  private isolation: NetworkIsolation | undefined;
+  /** Stack networks are created and removed one at a time: a removed bridge's name is soon reused. */
+  private networkChanges: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly client: PodmanClient,
@@ -422,12 +427,68 @@ export class PodmanRuntime implements ContainerRuntime {
   }
 
   async createNetwork(name: string, labels: Readonly<Record<string, string>>): Promise<void> {
-    await this.client.call('/networks/create', { method: 'POST', json: { name, labels, driver: 'bridge', dns_enabled: true } });
+    // Internal: no default route, so a stack's services reach nothing outside their network (its gateway,
+    // the host, is closed by the network isolation but for DNS).
+    await this.oneNetworkChange(async () => {
+      await this.client.call('/networks/create', { method: 'POST', json: { name, labels, driver: 'bridge', dns_enabled: true, internal: true } });
+      if (!this.isolation) return;
+      try {
+        const bridge = await this.bridgeOf(name);
+        if (!bridge) throw new RuntimeError(`the network ${name} has no bridge on this host to isolate`, false);
+        await this.isolation.isolate(bridge.interfaceName);
+      } catch (error) {
+        await this.deleteNetwork(name).catch(() => undefined);
+        throw error;
+      }
+    });
   }
 
   async removeNetwork(name: string): Promise<void> {
     this.bridges.forget(name);
+    await this.oneNetworkChange(async () => {
+      const bridge = this.isolation ? await this.bridgeOf(name) : undefined;
+      await this.deleteNetwork(name);
+      if (bridge) await this.isolation?.release(bridge.interfaceName);
+    });
+  }
+
+  private async deleteNetwork(name: string): Promise<void> {
     await this.client.call(`/networks/${encodeURIComponent(name)}`, { method: 'DELETE', query: { force: true }, accept: [404] });
+  }
+
+  private oneNetworkChange(change: () => Promise<void>): Promise<void> {
+    const done = this.networkChanges.then(change, change);
+    this.networkChanges = done.catch(() => undefined);
+    return done;
+  }
+
+  /** A network's bridge on this host (undefined: `none`, not a bridge, or not found). */
+  private async bridgeOf(network: string): Promise<AgentBridge | undefined> {
+    if (network === 'none' || network === 'host') return undefined;
+    const inspect = await this.client.jsonIfFound<{ driver?: string; network_interface?: string; subnets?: { subnet: string }[] | null }>(
+      `/networks/${encodeURIComponent(network)}/json`,
+    );
+    if (inspect?.driver !== 'bridge' || !inspect.network_interface) return undefined;
+    return { interfaceName: inspect.network_interface, subnets: (inspect.subnets ?? []).map((s) => s.subnet) };
+  }
+
+  /**
+   * Installs the host's network isolation (rootful Podman: runtime/podman/network-isolation.ts) over the
+   * agent network and the stack networks labelled `stackLabel` that exist already; stack networks created
+   * from now on are covered as they are created. Answers its removal.
+   */
+  async isolateNetworks(isolation: NetworkIsolation, agentNetwork: string, stackLabel: string): Promise<() => Promise<void>> {
+    const agent = await this.bridgeOf(agentNetwork);
+    const existing = await this.listNetworks(stackLabel);
+    const stackBridges = await Promise.all(existing.map((network) => this.bridgeOf(network.name)));
+    await isolation.install(agent, stackBridges.flatMap((bridge) => (bridge ? [bridge.interfaceName] : [])));
+    this.isolation = isolation;
+    return async () => {
+      await this.oneNetworkChange(async () => {
+        this.isolation = undefined;
+        await isolation.uninstall();
+      });
+    };
   }
 
   async listNetworks(label: string): Promise<LabelledObject[]> {

@@ -1,0 +1,161 @@
+// Keeps callers' networks apart on the host. Podman's bridges are routed to each other by the host, and
+// every engine container (runs, pooled engines, agents of every caller) shares the agent bridge, so without
+// this a caller's plain run reached another caller's compose services by address (docs/compose.md).
+//
+// Berth owns two nftables tables per instance, installed at start (replacing one a crashed process left)
+// and deleted at stop:
+// - `inet berth-<instance>`: nothing is forwarded into or out of a stack bridge (only bridged traffic inside
+//   one, which br_netfilter shows with the bridge as both interfaces); nothing reaches the host from a stack
+//   bridge but its DNS server (aardvark-dns on the gateway, which resolves the stack's service names); and,
+//   under br_netfilter, nothing is bridged port to port on the agent bridge.
+// - `bridge berth-<instance>`: IPv4 frames bridged port to port with an address of the agent network are
+//   dropped, whatever br_netfilter is set to. The kernel here has no `meta ibrname` (nft_meta_bridge), so the
+//   agent bridge is told by its subnet. Frames to the gateway (the host, where the model listens) are
+//   delivered locally, not forwarded: engines still reach it.
+// Stack bridges are named in sets the runtime updates when it creates and removes a stack network, before
+// any container joins it. Rootless Podman keeps its bridges in its own network namespace, out of reach of
+// the host's nftables: there is no isolation there (docs/compose.md).
+import { spawn } from 'node:child_process';
+
+/** Linux interface names: at most 15 characters of a safe set (they are written into nft scripts). */
+const INTERFACE_NAME = /^[A-Za-z0-9_.-]{1,15}$/;
+const IPV4_CIDR = /^(\d{1,3}\.){3}\d{1,3}\/\d{1,2}$/;
+/** Runs before the default filter priority, so other tables' accepts cannot let through what is dropped here. */
+const PRIORITY = -10;
+
+/** The shared bridge of engine containers: its interface and IPv4 subnets. */
+export interface AgentBridge {
+  readonly interfaceName: string;
+  readonly subnets: readonly string[];
+}
+
+/** Applies an nft script atomically (`nft -f -`); rejects with nft's message. */
+export type NftApply = (script: string) => Promise<void>;
+
+export function nftTableName(instance: string): string {
+  // SERVICE_INSTANCE_NAME is 1-63 of [A-Za-z0-9_.-]; nft identifiers must start with a letter.
+  return `berth-${instance}`;
+}
+
+function checkedInterface(name: string): string {
+  if (!INTERFACE_NAME.test(name)) throw new Error(`network isolation: "${name}" is not an interface name`);
+  return name;
+}
+
+/** The whole ruleset of one instance, replacing whatever tables of that name exist (one transaction). */
+export function isolationScript(table: string, agent: AgentBridge | undefined, stackBridges: readonly string[]): string {
+  const agentRules: string[] = [];
+  const bridgeRules: string[] = [];
+  if (agent) {
+    const bridge = checkedInterface(agent.interfaceName);
+    agentRules.push(`    iifname "${bridge}" oifname "${bridge}" drop`);
+    const subnets = agent.subnets.filter((subnet) => IPV4_CIDR.test(subnet));
+    if (subnets.length > 0) {
+      bridgeRules.push(`    ether type ip ip saddr { ${subnets.join(', ')} } drop`, `    ether type ip ip daddr { ${subnets.join(', ')} } drop`);
+    }
+  }
+  const stacks = stackBridges.map(checkedInterface);
+  const elements = (values: string[]) => (values.length > 0 ? ` elements = { ${values.join(', ')} };` : '');
+  return [
+    // Adding then deleting makes the delete succeed whether or not a stale table exists.
+    `table inet ${table} {}`,
+    `delete table inet ${table}`,
+    `table bridge ${table} {}`,
+    `delete table bridge ${table}`,
+    `table inet ${table} {`,
+    `  set stack_bridges { type ifname;${elements(stacks.map((s) => `"${s}"`))} }`,
+    `  set same_bridge { type ifname . ifname;${elements(stacks.map((s) => `"${s}" . "${s}"`))} }`,
+    `  chain forward {`,
+    `    type filter hook forward priority ${PRIORITY}; policy accept;`,
+    `    iifname . oifname @same_bridge accept`,
+    `    iifname @stack_bridges drop`,
+    `    oifname @stack_bridges drop`,
+    ...agentRules,
+    `  }`,
+    `  chain input {`,
+    `    type filter hook input priority ${PRIORITY}; policy accept;`,
+    `    iifname @stack_bridges meta l4proto { tcp, udp } th dport 53 accept`,
+    `    iifname @stack_bridges drop`,
+    `  }`,
+    `}`,
+    `table bridge ${table} {`,
+    `  chain forward {`,
+    `    type filter hook forward priority ${PRIORITY}; policy accept;`,
+    ...bridgeRules,
+    `  }`,
+    `}`,
+    '',
+  ].join('\n');
+}
+
+export class NetworkIsolation {
+  private readonly table: string;
+  private installed = false;
+
+  constructor(instance: string, private readonly apply: NftApply = applyWithNft) {
+    this.table = nftTableName(instance);
+  }
+
+  /** Installs the instance's tables (replacing stale ones), covering the stack bridges that exist already. */
+  async install(agent: AgentBridge | undefined, stackBridges: readonly string[]): Promise<void> {
+    await this.apply(isolationScript(this.table, agent, stackBridges));
+    this.installed = true;
+  }
+
+  /** Covers a new stack bridge; called before any container joins its network. */
+  async isolate(bridge: string): Promise<void> {
+    if (!this.installed) return;
+    const name = checkedInterface(bridge);
+    // One transaction: the bridge is never in one set without the other.
+    await this.apply(
+      [
+        `add element inet ${this.table} same_bridge { "${name}" . "${name}" }`,
+        `add element inet ${this.table} stack_bridges { "${name}" }`,
+        '',
+      ].join('\n'),
+    );
+  }
+
+  /** Forgets a stack bridge before its network is removed (the name may go to another network later). */
+  async release(bridge: string): Promise<void> {
+    if (!this.installed) return;
+    const name = checkedInterface(bridge);
+    // `destroy element` is newer than Debian 12's nft: adding first makes the delete succeed either way.
+    await this.apply(
+      [
+        `add element inet ${this.table} stack_bridges { "${name}" }`,
+        `add element inet ${this.table} same_bridge { "${name}" . "${name}" }`,
+        `delete element inet ${this.table} stack_bridges { "${name}" }`,
+        `delete element inet ${this.table} same_bridge { "${name}" . "${name}" }`,
+        '',
+      ].join('\n'),
+    );
+  }
+
+  /** Deletes the instance's tables (at stop). */
+  async uninstall(): Promise<void> {
+    if (!this.installed) return;
+    this.installed = false;
+    await this.apply([`table inet ${this.table} {}`, `delete table inet ${this.table}`, `table bridge ${this.table} {}`, `delete table bridge ${this.table}`, ''].join('\n'));
+  }
+}
+
+async function applyWithNft(script: string): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn('nft', ['-f', '-'], { stdio: ['pipe', 'ignore', 'pipe'] });
+    const stderr: Buffer[] = [];
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
+    child.on('error', (error) => {
+      clearTimeout(timer);
+      reject(new Error(`network isolation needs nftables' nft command (${error.message})`));
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      if (code === 0) resolve();
+      else reject(new Error(`nft failed (${signal ?? `exit ${code}`}): ${Buffer.concat(stderr).toString('utf8').trim().slice(0, 500)}`));
+    });
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(script);
+  });
+}

@@ -1,0 +1,71 @@
+// The nftables scripts of the network isolation (runtime/podman/network-isolation.ts), against a recording
+// nft: one transaction that replaces stale tables, stack bridges added to and removed from both sets at
+// once, nothing applied before install or after uninstall, and no name that could inject nft syntax. The
+// rules' effect on real traffic is tested in test/integration/attack-networks.test.ts.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { NetworkIsolation, isolationScript } from '../../src/runtime/podman/network-isolation.js';
+
+function recording() {
+  const scripts: string[] = [];
+  return { scripts, isolation: new NetworkIsolation('test-1', async (script) => void scripts.push(script)) };
+}
+
+test('the ruleset replaces stale tables of the instance in the same transaction', () => {
+  const script = isolationScript('berth-x', { interfaceName: 'podman0', subnets: ['10.88.0.0/16'] }, ['podman3']);
+  const lines = script.split('\n');
+  assert.deepEqual(lines.slice(0, 4), ['table inet berth-x {}', 'delete table inet berth-x', 'table bridge berth-x {}', 'delete table bridge berth-x']);
+  assert.match(script, /set stack_bridges \{ type ifname; elements = \{ "podman3" \}; \}/);
+  assert.match(script, /set same_bridge \{ type ifname \. ifname; elements = \{ "podman3" \. "podman3" \}; \}/);
+  assert.match(script, /iifname "podman0" oifname "podman0" drop/);
+  assert.match(script, /ether type ip ip daddr \{ 10\.88\.0\.0\/16 \} drop/);
+  assert.match(script, /iifname @stack_bridges meta l4proto \{ tcp, udp \} th dport 53 accept\n\s+iifname @stack_bridges drop/);
+});
+
+test('without an agent bridge (network none) only the stack rules are written', () => {
+  const script = isolationScript('berth-x', undefined, []);
+  assert.doesNotMatch(script, /ether type ip/);
+  assert.doesNotMatch(script, /oifname "/);
+  assert.match(script, /set stack_bridges \{ type ifname; \}/);
+});
+
+test('IPv6 subnets of the agent network are not written into the IPv4 rules', () => {
+  const script = isolationScript('berth-x', { interfaceName: 'podman0', subnets: ['fd00::/64', '10.88.0.0/16'] }, []);
+  assert.match(script, /ip saddr \{ 10\.88\.0\.0\/16 \} drop/);
+  assert.doesNotMatch(script, /fd00/);
+});
+
+test('a stack bridge enters and leaves both sets in one transaction', async () => {
+  const { scripts, isolation } = recording();
+  await isolation.install(undefined, []);
+  await isolation.isolate('podman7');
+  await isolation.release('podman7');
+  assert.equal(scripts.length, 3);
+  assert.deepEqual(scripts[1]!.trim().split('\n'), [
+    'add element inet berth-test-1 same_bridge { "podman7" . "podman7" }',
+    'add element inet berth-test-1 stack_bridges { "podman7" }',
+  ]);
+  assert.match(scripts[2]!, /delete element inet berth-test-1 stack_bridges \{ "podman7" \}\ndelete element inet berth-test-1 same_bridge/);
+});
+
+test('nothing is applied before install or after uninstall', async () => {
+  const { scripts, isolation } = recording();
+  await isolation.isolate('podman7');
+  await isolation.uninstall();
+  assert.deepEqual(scripts, []);
+  await isolation.install(undefined, []);
+  await isolation.uninstall();
+  await isolation.release('podman7');
+  await isolation.uninstall();
+  assert.equal(scripts.length, 2);
+  assert.match(scripts[1]!, /delete table inet berth-test-1\n.*\ndelete table bridge berth-test-1/);
+});
+
+test('interface names that could carry nft syntax are refused', async () => {
+  const { isolation } = recording();
+  await isolation.install(undefined, []);
+  for (const name of ['podman0" drop', 'a b', '', 'x'.repeat(16), 'p;flush ruleset']) {
+    await assert.rejects(isolation.isolate(name), /is not an interface name/);
+  }
+  assert.throws(() => isolationScript('berth-x', { interfaceName: 'bad name', subnets: [] }, []), /is not an interface name/);
+});
