@@ -58,6 +58,9 @@ export interface Config {
     readonly defaultCpuShares: number;
     readonly defaultTimeoutMs: number;
     readonly maxMemoryBytes: number;
+    /** Everything a run may write (its own file system: runtime/run-disk.ts): default and upper bound of container.disk. */
+    readonly defaultDiskBytes: number;
+    readonly maxDiskBytes: number;
     readonly maxCpus: number;
     readonly maxTimeoutMs: number;
     readonly pidsLimit: number;
@@ -359,6 +362,9 @@ export function loadConfig(env: Env = process.env): Config {
   const defaultMemoryBytes = read.memory('SERVICE_AGENT_DEFAULT_MEMORY', '512m');
   const maxMemoryBytes = read.memory('SERVICE_AGENT_MAX_MEMORY', '8g');
   if (defaultMemoryBytes > maxMemoryBytes) throw new ConfigError('SERVICE_AGENT_DEFAULT_MEMORY', 'is larger than SERVICE_AGENT_MAX_MEMORY');
+  const defaultDiskBytes = read.memory('SERVICE_AGENT_DEFAULT_DISK', '2g');
+  const maxDiskBytes = read.memory('SERVICE_AGENT_MAX_DISK', '20g');
+  if (defaultDiskBytes > maxDiskBytes) throw new ConfigError('SERVICE_AGENT_DEFAULT_DISK', 'is larger than SERVICE_AGENT_MAX_DISK');
   const defaultTimeoutMs = read.duration('SERVICE_AGENT_DEFAULT_TIMEOUT', '30m');
   const maxTimeoutMs = read.duration('SERVICE_AGENT_MAX_TIMEOUT', '4h');
   if (defaultTimeoutMs > maxTimeoutMs) throw new ConfigError('SERVICE_AGENT_DEFAULT_TIMEOUT', 'is longer than SERVICE_AGENT_MAX_TIMEOUT');
@@ -419,6 +425,8 @@ export function loadConfig(env: Env = process.env): Config {
       defaultCpuShares: read.int('SERVICE_AGENT_DEFAULT_CPU_SHARES', 1024, 2, 262144),
       defaultTimeoutMs,
       maxMemoryBytes,
+      defaultDiskBytes,
+      maxDiskBytes,
       maxCpus,
       maxTimeoutMs,
       pidsLimit: read.int('SERVICE_AGENT_PIDS_LIMIT', 512, 16, 1_000_000),

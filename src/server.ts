@@ -22,6 +22,7 @@ import { NetworkIsolation } from './runtime/podman/network-isolation.js';
 import { prepareEngineImage } from './core/runs/engine-image.js';
 import { withTranslatedErrors } from './core/runtime-errors.js';
 import { VolumeStaging } from './runtime/volume-staging.js';
+import { LoopDisks } from './runtime/run-disk.js';
 import { reapLeftovers } from './core/reaper.js';
 import { SessionStore } from './core/sessions/session-store.js';
 import { SessionService } from './core/sessions/session-service.js';
@@ -136,8 +137,12 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     ]);
     await reapLeftovers(runtime, config.instanceName, logger, liveRuns);
 
+    // Every run writes only to a file system of its own container.disk size (runtime/run-disk.ts, docs/disk.md).
+    const noDisks = await LoopDisks.unavailable();
+    if (noDisks !== undefined) logger.warn({ reason: noDisks }, 'container.disk is not enforced: runs write to the host\'s disk without a limit');
     const sessions = new SessionStore(config.agent.sessionsDir, config.agent.sessionsHostDir, {
       transcriptLimitBytes: config.sessions.maxBytes,
+      ...(noDisks === undefined ? { disks: new LoopDisks() } : {}),
       onCarryRefused: (sessionId, reasons) =>
         logger.warn({ sessionId, reasons }, 'transcripts a run left were not kept in its session (links, not regular files, or over SERVICE_SESSIONS_MAX_BYTES)'),
     });

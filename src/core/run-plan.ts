@@ -53,6 +53,9 @@ export interface ContainerPlan {
   readonly memoryBytes: number;
   /** The memory limit as the caller wrote it (or the default), for messages. */
   readonly memoryText: string;
+  /** Size of the run's own file system, which holds everything it can write (runtime/run-disk.ts). */
+  readonly diskBytes: number;
+  readonly diskText: string;
   readonly cpus: number;
   readonly cpuShares: number;
   readonly timeoutMs: number;

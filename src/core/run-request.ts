@@ -94,6 +94,7 @@ export const ContainerOptionsSchema = Type.Object(
     ),
     timeout: Text('Maximum runtime, e.g. 5m, 1h. Default 30m.'),
     memory: Text('Memory limit, e.g. 512m, 2g. Default 512m.'),
+    disk: Text('Disk limit, e.g. 1g: everything the run can write (workdir, /tmp, /var/tmp, HOME, the engine\'s config dir) is on a file system of this size of its own, and a write beyond it fails with "No space left on device"; the image\'s root file system is read-only. Caller volumes are not counted. Default SERVICE_AGENT_DEFAULT_DISK (2g), at most SERVICE_AGENT_MAX_DISK.'),
     cpus: Type.Optional(Type.Union([Type.String(), Type.Number()], { description: 'CPU limit, e.g. "0.5", "2". Default 1.' })),
     cpu_shares: Type.Optional(Type.Integer({ description: 'Relative CPU weight. Default 1024.' })),
     lifecycle: Type.Optional(LifecycleSchema),

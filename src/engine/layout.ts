@@ -3,6 +3,11 @@ export const ENGINE_MOUNT = '/opt/claude';
 export const ENGINE_BINARY = `${ENGINE_MOUNT}/claude`;
 /** The session's engine config directory (CLAUDE_CONFIG_DIR) is mounted here. */
 export const ENGINE_CONFIG_DIR = '/var/lib/berth/engine';
+/**
+ * HOME of an engine container with a disk limit: the image's own home is on its read-only root file system,
+ * so HOME is a directory of the run's disk, under /var/lib/berth where no caller volume may be mounted.
+ */
+export const ENGINE_HOME = '/var/lib/berth/home';
 /** Podman secrets for environment variables are mounted as files here, one per variable. */
 export const SECRET_ENV_DIR = '/run/berth/env';
 /**

@@ -83,6 +83,12 @@ export interface ContainerSpec {
   /** /etc/hosts entries that win over Podman's own (e.g. which gateway host.containers.internal is). */
   readonly hostEntries?: readonly { readonly host: string; readonly address: string }[];
   readonly volumeMounts?: readonly VolumeMountSpec[];
+  /**
+   * The image's root file system read-only, /run and /var/tmp without Podman's writable tmpfs: what the
+   * container can write is then only its mounts (a run's disk, runtime/run-disk.ts), never the host's
+   * container storage.
+   */
+  readonly readOnlyRootfs?: boolean;
 }
 
 /** How a compose service checks its health (Podman runs it when Berth asks: runtime.runHealthcheck). */

@@ -23,6 +23,7 @@ test('the default request and what does not change the container or the engine c
     { prompt: 'say: hi', engine: { output_format: 'stream-json' as const } },
     { prompt: 'say: hi', container: { timeout: '1m' } },
     { prompt: 'say: hi', container: { memory: '512m', cpus: '1', cpu_shares: 1024 } },
+    { prompt: 'say: hi', container: { disk: '2g' } },
     { prompt: 'say: hi', engine: { dangerously_skip_permissions: true } },
     { prompt: 'say: hi', workdir: '/workspace' },
   ] satisfies RunRequest[]) {
@@ -44,6 +45,7 @@ test('every other class of request misses, with its reason', async () => {
     [{ prompt: 'x', container: { secrets_env: { TOKEN: 'gh' } } }, 'secrets'],
     [{ prompt: 'x', container: { memory: '1g' } }, 'limits'],
     [{ prompt: 'x', container: { cpus: '0.5' } }, 'limits'],
+    [{ prompt: 'x', container: { disk: '1g' } }, 'limits'],
     [{ prompt: 'x', container: { lifecycle: { post_start: ['true'] } } }, 'lifecycle'],
     [{ prompt: 'x', engine: { model: 'opus' } }, 'engine_options'],
     [{ prompt: 'x', engine: { max_turns: 3 } }, 'engine_options'],

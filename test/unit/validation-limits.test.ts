@@ -2,11 +2,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { loadConfig } from '../../src/config.js';
 import { BerthError } from '../../src/errors.js';
-import { checkCpuShares, checkCpus, checkDuration, checkMemory, validateHooksTimeout, validateLimits } from '../../src/core/validation/limits.js';
+import { checkCpuShares, checkCpus, checkDisk, checkDuration, checkMemory, validateHooksTimeout, validateLimits } from '../../src/core/validation/limits.js';
 
 const config = loadConfig({
   SERVICE_AUTH_ENABLED: 'false',
   SERVICE_AGENT_MAX_MEMORY: '8g',
+  SERVICE_AGENT_MAX_DISK: '20g',
   SERVICE_AGENT_MAX_CPUS: '4',
   SERVICE_AGENT_MAX_TIMEOUT: '4h',
 });
@@ -33,6 +34,23 @@ describe('memory', () => {
     it(`refuses ${JSON.stringify(text)}`, () => assert.throws(() => checkMemory(text, config), refused(new RegExp(`^container\\.memory: .*${pattern.source}`))));
   }
   it('defaults to SERVICE_AGENT_DEFAULT_MEMORY', () => assert.deepEqual(checkMemory(undefined, config), { bytes: 512 * 1024 ** 2, text: '512m' }));
+});
+
+describe('disk', () => {
+  const allowed: [string, number][] = [['1g', 1024 ** 3], ['64m', 64 * 1024 ** 2], ['20g', 20 * 1024 ** 3], ['512M', 512 * 1024 ** 2]];
+  for (const [text, bytes] of allowed) it(`allows ${text}`, () => assert.deepEqual(checkDisk(text, config), { bytes, text }));
+
+  const rejected: [string, RegExp][] = [
+    ['0g', /is not a size/], ['1.5g', /is not a size/], ['-1g', /is not a size/], ['', /is not a size/], ['2', /is not a size/],
+    ['63m', /below the minimum of 64m/], ['20481m', /above the maximum of 20g \(SERVICE_AGENT_MAX_DISK\)/], ['1t', /above the maximum/],
+  ];
+  for (const [text, pattern] of rejected) {
+    it(`refuses ${JSON.stringify(text)}`, () => assert.throws(() => checkDisk(text, config), refused(new RegExp(`^container\\.disk: .*${pattern.source}`))));
+  }
+  it('defaults to SERVICE_AGENT_DEFAULT_DISK', () => assert.deepEqual(checkDisk(undefined, config), { bytes: 2 * 1024 ** 3, text: '2g' }));
+  it('refuses a default above the maximum at start', () => {
+    assert.throws(() => loadConfig({ SERVICE_AUTH_ENABLED: 'false', SERVICE_AGENT_DEFAULT_DISK: '4g', SERVICE_AGENT_MAX_DISK: '2g' }), /SERVICE_AGENT_DEFAULT_DISK/);
+  });
 });
 
 describe('cpus', () => {
@@ -81,12 +99,12 @@ describe('timeout', () => {
 describe('validateLimits and hooks_timeout', () => {
   it('applies every default', () => {
     assert.deepEqual(validateLimits(undefined, config), {
-      memoryBytes: 512 * 1024 ** 2, memoryText: '512m', cpus: 1, cpuShares: 1024, timeoutMs: 1_800_000, timeoutText: '30m',
+      memoryBytes: 512 * 1024 ** 2, memoryText: '512m', diskBytes: 2 * 1024 ** 3, diskText: '2g', cpus: 1, cpuShares: 1024, timeoutMs: 1_800_000, timeoutText: '30m',
     });
   });
   it('keeps the texts as written', () => {
-    const limits = validateLimits({ memory: '2G', cpus: '0.5', cpu_shares: 512, timeout: '1h' }, config);
-    assert.deepEqual(limits, { memoryBytes: 2 * 1024 ** 3, memoryText: '2G', cpus: 0.5, cpuShares: 512, timeoutMs: 3_600_000, timeoutText: '1h' });
+    const limits = validateLimits({ memory: '2G', disk: '1G', cpus: '0.5', cpu_shares: 512, timeout: '1h' }, config);
+    assert.deepEqual(limits, { memoryBytes: 2 * 1024 ** 3, memoryText: '2G', diskBytes: 1024 ** 3, diskText: '1G', cpus: 0.5, cpuShares: 512, timeoutMs: 3_600_000, timeoutText: '1h' });
   });
   it('defaults hooks_timeout to 5m', () => assert.equal(validateHooksTimeout(undefined, config), 300_000));
   it('bounds the hooks_timeout default by the maximum', () => {

@@ -445,7 +445,9 @@ export class EnginePool {
     this.unclaimedSessions.add(sessionId);
     let session: PreparedSession;
     try {
-      session = await sessions.prepare(template.session, template.workdir, { owner: `${POOL_OWNER_PREFIX}${runId}`, runId, presetId: sessionId });
+      session = await sessions.prepare(template.session, template.workdir, {
+        owner: `${POOL_OWNER_PREFIX}${runId}`, runId, presetId: sessionId, diskBytes: template.container.diskBytes,
+      });
     } catch (error) {
       this.unclaimed.delete(containerName(runId));
       this.unclaimedSessions.delete(sessionId);

@@ -27,6 +27,8 @@ export function poolMissReason(plan: RunPlan, template: RunPlan): MissReason | u
   if (container.volumes.length > 0) return 'volumes';
   if (container.secretsEnv.length > 0) return 'secrets';
   if (container.memoryBytes !== model.memoryBytes || container.cpus !== model.cpus || container.cpuShares !== model.cpuShares) return 'limits';
+  // A pooled engine's file system was made at the pool's size: a run asking another size misses.
+  if (container.diskBytes !== model.diskBytes) return 'limits';
   if (container.lifecycle !== undefined) return 'lifecycle';
   if (container.environment !== undefined) return 'environment';
   if (!sameEngineCommand(plan.engine, template.engine)) return 'engine_options';

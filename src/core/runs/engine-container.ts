@@ -7,7 +7,8 @@ import { HOST_FROM_CONTAINER, type EngineAccess } from '../engine-access.js';
 import type { ContainerSpec, UserNamespace } from '../../runtime/container-runtime.js';
 import { INSTANCE_LABEL, RUN_LABEL } from '../../runtime/container-runtime.js';
 import { buildEngineInvocation } from '../../engine/command.js';
-import { ENGINE_CONFIG_DIR, ENGINE_MOUNT, INPUT_DIR, SECRET_ENV_DIR } from '../../engine/layout.js';
+import { ENGINE_CONFIG_DIR, ENGINE_HOME, ENGINE_MOUNT, INPUT_DIR, SECRET_ENV_DIR } from '../../engine/layout.js';
+import type { BindMount } from '../../runtime/container-runtime.js';
 import type { InputFileContent, RunInputs } from './run-inputs.js';
 import type { StackAttachment } from '../compose/stacks.js';
 
@@ -78,7 +79,7 @@ export function engineContainer(
     image: plan.container.image,
     command: invocation.command,
     // The agent service's variables first: the engine's own (credential, configuration) cannot be overridden.
-    env: { ...options.stack?.environment, ...invocation.env },
+    env: { ...options.stack?.environment, ...invocation.env, ...(session.writable ? { HOME: ENGINE_HOME } : {}) },
     workdir: plan.workdir,
     createWorkdir: settings.workdirAutoCreate,
     bindMounts: [
@@ -86,6 +87,7 @@ export function engineContainer(
       { hostPath: settings.inputs.hostPathOf(options.id), containerPath: INPUT_DIR, readOnly: true, options: [] },
       ...(settings.engineTree !== undefined ? [{ hostPath: settings.engineTree, containerPath: ENGINE_MOUNT, readOnly: true, options: [] }] : []),
       ...plan.container.volumes.map((v, index) => ({ hostPath: volumeSources[index]!, containerPath: v.containerPath, readOnly: v.readOnly, options: v.options })),
+      ...diskMounts(session, plan, options.stack?.volumeMounts.map((mount) => mount.containerPath) ?? []),
     ],
     secretFiles: [
       { secret: access.secretName, containerPath: `${SECRET_ENV_DIR}/${access.variable}` },
@@ -98,6 +100,7 @@ export function engineContainer(
     pidsLimit: settings.pidsLimit,
     network: settings.network,
     userNamespace: settings.userNamespace,
+    ...(session.writable ? { readOnlyRootfs: true } : {}),
     ...(interactive ? { interactive: true } : {}),
     ...(options.stack ? { stackNetwork: options.stack.network, volumeMounts: options.stack.volumeMounts } : {}),
     ...(options.stack && settings.agentNetworkGateway !== undefined
@@ -106,4 +109,19 @@ export function engineContainer(
   };
   const inputFiles = Object.entries(invocation.inputFiles).map(([name, content]) => ({ name, content }));
   return { spec, inputFiles };
+}
+
+/**
+ * With a disk limit (container.disk) the image's root file system is read-only and the places a run writes
+ * are directories of its own file system: /tmp, /var/tmp, HOME (ENGINE_HOME) and the workdir, unless a
+ * volume (the caller's, or the stack's) already provides the workdir. The engine's config dir is the disk's root.
+ */
+function diskMounts(session: PreparedSession, plan: RunPlan, stackPaths: readonly string[]): BindMount[] {
+  const writable = session.writable;
+  if (!writable) return [];
+  const mount = (hostPath: string, containerPath: string): BindMount => ({ hostPath, containerPath, readOnly: false, options: [] });
+  const mounts = [mount(writable.tmp, '/tmp'), mount(writable['var-tmp'], '/var/tmp'), mount(writable.home, ENGINE_HOME)];
+  const covering = [...mounts.map((m) => m.containerPath), ...plan.container.volumes.map((v) => v.containerPath), ...stackPaths];
+  const workdirCovered = covering.some((path) => plan.workdir === path || plan.workdir.startsWith(`${path}/`));
+  return workdirCovered ? mounts : [...mounts, mount(writable.workdir, plan.workdir)];
 }

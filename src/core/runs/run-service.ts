@@ -243,6 +243,7 @@ export class RunService {
       const prepared = await this.deps.sessions.prepare(plan.session, plan.workdir, {
         owner: options.caller.owner,
         runId,
+        diskBytes: plan.container.diskBytes,
         ...(options.sessionId !== undefined ? { presetId: options.sessionId } : {}),
       });
       // A new run session is titled from its prompt; an agent's session is not listed.

@@ -9,6 +9,7 @@ import { basename, dirname, join, relative } from 'node:path';
 import { readListedFile, TranscriptRefused, transcriptFiles } from '../../engine/transcript.js';
 import { withTitle } from '../../engine/session-title.js';
 import { withoutWarmUpTurn } from '../../engine/warm-up.js';
+import { DISK_IMAGE_SUFFIX, writablePaths, type RunDisks, type WritablePlace } from '../../runtime/run-disk.js';
 
 export interface RunConfigDir {
   /** Berth's path of the directory. */
@@ -20,6 +21,11 @@ export interface RunConfigDir {
   readonly projects: ReadonlySet<string>;
   /** The same directory as the container runtime sees the host (what is mounted). */
   readonly hostPath: string;
+  /**
+   * With a disk limit: the directory is the root of the run's own file system (runtime/run-disk.ts), and
+   * these host paths on it are the container's other writable places (workdir, /tmp, /var/tmp, HOME).
+   */
+  readonly writable?: Readonly<Record<WritablePlace, string>>;
 }
 
 export interface CarriedBack {
@@ -44,6 +50,8 @@ export class RunConfigDirs {
     private readonly root: string,
     private readonly hostRoot: string,
     private readonly limitBytes: number,
+    /** Gives each run a file system of its own size (container.disk); undefined: plain directories. */
+    private readonly disks?: RunDisks,
   ) {}
 
   /**
@@ -53,14 +61,18 @@ export class RunConfigDirs {
   async init(keep: ReadonlySet<string> = new Set()): Promise<void> {
     await mkdir(this.root, { recursive: true, mode: 0o700 });
     for (const name of await readdir(this.root)) {
-      if (name.endsWith(SIDECAR) || keep.has(name)) continue;
+      if (name.endsWith(SIDECAR) || name.endsWith(DISK_IMAGE_SUFFIX) || keep.has(name)) continue;
       await this.salvage(name).catch(() => undefined);
+      // A killed process's run disk: unmounted (its loop device freed) and its image removed.
+      await this.disks?.release(join(this.root, name));
       await rm(join(this.root, name), { recursive: true, force: true });
       await rm(join(this.root, `${name}${SIDECAR}`), { force: true });
     }
     for (const name of await readdir(this.root)) {
       // A note whose directory is gone (or was just removed) has nothing left to say.
       if (name.endsWith(SIDECAR) && !keep.has(name.slice(0, -SIDECAR.length))) await rm(join(this.root, name), { force: true });
+      // An image whose mount point is gone (a crash between making the image and mounting it).
+      if (name.endsWith(DISK_IMAGE_SUFFIX) && !keep.has(name.slice(0, -DISK_IMAGE_SUFFIX.length))) await rm(join(this.root, name), { force: true });
     }
   }
 
@@ -85,7 +97,7 @@ export class RunConfigDirs {
     if (!info?.isDirectory()) return undefined;
     const projects = new Set([workdirProject]);
     if (sessionDir !== undefined) for (const project of await readdir(join(sessionDir, 'projects')).catch(() => [] as string[])) projects.add(project);
-    return { dir, projects, hostPath: join(this.hostRoot, name) };
+    return { dir, projects, hostPath: join(this.hostRoot, name), ...(await this.writableOf(name)) };
   }
 
   /** A fresh directory for one run, holding a copy of the transcripts of `carry` (resume, continue, fork). */
@@ -95,6 +107,7 @@ export class RunConfigDirs {
     carry?: { readonly sessionDir: string; readonly sessionId: string },
     name = randomBytes(12).toString('hex'),
     keeps?: string,
+    diskBytes?: number,
   ): Promise<RunConfigDir> {
     const dir = join(this.root, name);
     // Beside the directory, out of the container's reach: which session the run's transcript belongs to,
@@ -102,8 +115,16 @@ export class RunConfigDirs {
     if (keeps !== undefined) await writeNote(join(this.root, `${name}${SIDECAR}`), { sessionId: keeps, workdirProject });
     // Written by whichever user the image runs as (uid 1000 in the default image, root in others, all
     // mapped to unprivileged host ids), so world-writable; only Berth can reach it on the host (0700 root).
-    await mkdir(dir, { mode: 0o777 });
-    await chmod(dir, 0o777);
+    const onDisk = this.disks !== undefined && diskBytes !== undefined;
+    if (onDisk) {
+      await this.disks!.create(dir, diskBytes).catch(async (error: unknown) => {
+        await rm(dir, { recursive: true, force: true });
+        throw error;
+      });
+    } else {
+      await mkdir(dir, { mode: 0o777 });
+      await chmod(dir, 0o777);
+    }
     const projects = new Set([workdirProject]);
     try {
       if (carry) {
@@ -113,10 +134,18 @@ export class RunConfigDirs {
         }
       }
     } catch (error) {
+      await this.disks?.release(dir).catch(() => undefined);
       await rm(dir, { recursive: true, force: true });
       throw error;
     }
-    return { dir, projects, hostPath: join(this.hostRoot, name) };
+    const hostPath = join(this.hostRoot, name);
+    return { dir, projects, hostPath, ...(onDisk ? { writable: writablePaths(hostPath) } : {}) };
+  }
+
+  /** A directory found again after a restart has a disk when its image is still there. */
+  private async writableOf(name: string): Promise<{ writable?: Record<WritablePlace, string> }> {
+    if (this.disks === undefined || !(await lstat(join(this.root, `${name}${DISK_IMAGE_SUFFIX}`)).catch(() => undefined))) return {};
+    return { writable: writablePaths(join(this.hostRoot, name)) };
   }
 
   /**
@@ -160,6 +189,8 @@ export class RunConfigDirs {
   }
 
   async remove(run: RunConfigDir): Promise<void> {
+    // The disk first: unmounted, its contents and loop device go with it; then the empty mount point.
+    await this.disks?.release(run.dir);
     // rm never follows links: whatever the run planted there goes with the directory, not its targets.
     await rm(run.dir, { recursive: true, force: true });
     await rm(`${run.dir}${SIDECAR}`, { force: true });

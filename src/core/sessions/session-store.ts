@@ -14,6 +14,7 @@ import { transcriptFiles } from '../../engine/transcript.js';
 import { isDirectory, pathExists } from './session-files.js';
 import { RunConfigDirs, type RunConfigDir } from './run-config-dirs.js';
 import { checkSessionUuid, UUID_PATTERN } from './session-id.js';
+import type { RunDisks, WritablePlace } from '../../runtime/run-disk.js';
 
 export { checkSessionUuid, UUID_PATTERN };
 
@@ -35,6 +36,8 @@ export interface PreparedSession {
   readonly engineSession: EngineSession;
   /** Host path to mount as the engine's config directory: a fresh directory of this run's own. */
   readonly mountPath: string;
+  /** With a disk limit: host paths of the container's other writable places, on the run's own file system. */
+  readonly writable?: Readonly<Record<WritablePlace, string>>;
   /** Whether the session outlives the run (false for no_persistence). */
   readonly persistent: boolean;
   /**
@@ -43,6 +46,12 @@ export interface PreparedSession {
    */
   readonly recordTitle?: (title: string) => Promise<void>;
   release(): Promise<void>;
+}
+
+/** How a run's config dir is made: named by the run id (found again after a restart), on a disk of this size. */
+interface RunDirOptions {
+  readonly runId: string | undefined;
+  readonly diskBytes: number | undefined;
 }
 
 /** A listed session directory. */
@@ -63,7 +72,12 @@ export class SessionStore {
   constructor(
     dir: string,
     private readonly hostDir: string,
-    private readonly options: { readonly transcriptLimitBytes: number; readonly onCarryRefused?: (sessionId: string, reasons: readonly string[]) => void },
+    private readonly options: {
+      readonly transcriptLimitBytes: number;
+      readonly onCarryRefused?: (sessionId: string, reasons: readonly string[]) => void;
+      /** Each run's config dir is then the root of a file system of the run's container.disk (runtime/run-disk.ts). */
+      readonly disks?: RunDisks;
+    },
   ) {
     this.root = dir;
   }
@@ -78,7 +92,7 @@ export class SessionStore {
     await mkdir(this.root, { recursive: true, mode: 0o700 });
     // Transcripts are read only at lexical paths below a real one (engine/transcript.ts checks it).
     this.root = await realpath(this.root);
-    this.runDirs = new RunConfigDirs(join(this.root, RUNS_DIR), join(this.hostDir, RUNS_DIR), this.options.transcriptLimitBytes);
+    this.runDirs = new RunConfigDirs(join(this.root, RUNS_DIR), join(this.hostDir, RUNS_DIR), this.options.transcriptLimitBytes, this.options.disks);
     await this.runDirs.init(liveRuns);
   }
 
@@ -97,6 +111,7 @@ export class SessionStore {
       sessionId,
       engineSession: run.persistent ? { kind: 'resume', sessionId } : { kind: 'ephemeral', sessionId },
       mountPath: runDir.hostPath,
+      ...(runDir.writable ? { writable: runDir.writable } : {}),
       persistent: run.persistent,
       release: async () => {
         try {
@@ -225,29 +240,31 @@ export class SessionStore {
   async prepare(
     intent: SessionIntent,
     workdir: string,
-    options: { readonly owner: string; readonly presetId?: string; readonly runId?: string },
+    options: { readonly owner: string; readonly presetId?: string; readonly runId?: string; readonly diskBytes?: number },
   ): Promise<PreparedSession> {
-    const { owner, presetId, runId } = options;
+    const { owner, presetId } = options;
+    const run = { runId: options.runId, diskBytes: options.diskBytes };
     switch (intent.kind) {
       case 'new':
-        return this.createNew(workdir, owner, presetId, runId);
+        return this.createNew(workdir, owner, presetId, run);
       case 'resume':
-        return this.claimExisting(workdir, owner, checkSessionUuid(intent.sessionId), runId);
+        return this.claimExisting(workdir, owner, checkSessionUuid(intent.sessionId), run);
       case 'continue': {
         const latest = await this.latestForWorkdir(workdir, owner);
-        return latest === undefined ? this.createNew(workdir, owner, presetId, runId) : this.claimExisting(workdir, owner, latest, runId);
+        return latest === undefined ? this.createNew(workdir, owner, presetId, run) : this.claimExisting(workdir, owner, latest, run);
       }
       case 'fork':
-        return this.fork(workdir, owner, checkSessionUuid(intent.fromSessionId), presetId, runId);
+        return this.fork(workdir, owner, checkSessionUuid(intent.fromSessionId), presetId, run);
       case 'ephemeral': {
         const sessionId = presetId === undefined ? randomUUID() : checkSessionUuid(presetId);
-        const run = await this.runs.create(projectDirName(workdir), undefined, runId);
+        const runDir = await this.runs.create(projectDirName(workdir), undefined, run.runId, undefined, run.diskBytes);
         return {
           sessionId,
           engineSession: { kind: 'ephemeral', sessionId },
-          mountPath: run.hostPath,
+          mountPath: runDir.hostPath,
+          ...(runDir.writable ? { writable: runDir.writable } : {}),
           persistent: false,
-          release: () => this.runs.remove(run),
+          release: () => this.runs.remove(runDir),
         };
       }
     }
@@ -314,12 +331,12 @@ export class SessionStore {
     return entries.filter((entry) => entry.isDirectory() && UUID_PATTERN.test(entry.name)).map((entry) => entry.name);
   }
 
-  private async createNew(workdir: string, owner: string, presetId: string | undefined, runId: string | undefined): Promise<PreparedSession> {
+  private async createNew(workdir: string, owner: string, presetId: string | undefined, run: RunDirOptions): Promise<PreparedSession> {
     const sessionId = presetId === undefined ? randomUUID() : checkSessionUuid(presetId);
     this.lock(sessionId);
     try {
       await this.createDir(sessionId, owner);
-      return await this.claimed(workdir, sessionId, { kind: 'new', sessionId }, true, undefined, runId);
+      return await this.claimed(workdir, sessionId, { kind: 'new', sessionId }, true, undefined, run);
     } catch (error) {
       await rm(join(this.root, sessionId), { recursive: true, force: true });
       this.busy.delete(sessionId);
@@ -327,20 +344,20 @@ export class SessionStore {
     }
   }
 
-  private async claimExisting(workdir: string, owner: string, sessionId: string, runId: string | undefined): Promise<PreparedSession> {
+  private async claimExisting(workdir: string, owner: string, sessionId: string, run: RunDirOptions): Promise<PreparedSession> {
     await this.settled(sessionId);
     // Locked before the existence check: a concurrent DELETE either finished (404 here) or is refused.
     this.lock(sessionId);
     try {
       if (!(await this.belongsTo(join(this.root, sessionId), owner))) throw errors.sessionNotFound(sessionId);
-      return await this.claimed(workdir, sessionId, { kind: 'resume', sessionId }, false, { sessionDir: join(this.root, sessionId), sessionId }, runId);
+      return await this.claimed(workdir, sessionId, { kind: 'resume', sessionId }, false, { sessionDir: join(this.root, sessionId), sessionId }, run);
     } catch (error) {
       this.busy.delete(sessionId);
       throw error;
     }
   }
 
-  private async fork(workdir: string, owner: string, from: string, presetId: string | undefined, runId: string | undefined): Promise<PreparedSession> {
+  private async fork(workdir: string, owner: string, from: string, presetId: string | undefined, run: RunDirOptions): Promise<PreparedSession> {
     const sessionId = presetId === undefined ? randomUUID() : checkSessionUuid(presetId);
     await this.settled(from);
     // The forked run gets a copy of the original's transcripts in its own directory, so the original is
@@ -354,7 +371,7 @@ export class SessionStore {
       try {
         if (await pathExists(dir)) throw errors.internal(`session directory ${sessionId} already exists`);
         await this.createDir(sessionId, owner);
-        return await this.claimed(workdir, sessionId, { kind: 'fork', fromSessionId: from, sessionId }, true, { sessionDir: join(this.root, from), sessionId: from }, runId);
+        return await this.claimed(workdir, sessionId, { kind: 'fork', fromSessionId: from, sessionId }, true, { sessionDir: join(this.root, from), sessionId: from }, run);
       } catch (error) {
         await rm(dir, { recursive: true, force: true });
         this.busy.delete(sessionId);
@@ -387,15 +404,16 @@ export class SessionStore {
     engineSession: EngineSession,
     created: boolean,
     carry: { readonly sessionDir: string; readonly sessionId: string } | undefined,
-    runId: string | undefined,
+    options: RunDirOptions,
   ): Promise<PreparedSession> {
     const dir = join(this.root, sessionId);
     // Named by the run id when there is one, so that a later process can find a run it follows again.
-    const run: RunConfigDir = await this.runs.create(projectDirName(workdir), carry, runId, sessionId);
+    const run: RunConfigDir = await this.runs.create(projectDirName(workdir), carry, options.runId, sessionId, options.diskBytes);
     return {
       sessionId,
       engineSession,
       mountPath: run.hostPath,
+      ...(run.writable ? { writable: run.writable } : {}),
       persistent: true,
       ...(engineSession.kind === 'new' ? { recordTitle: (title: string) => this.runs.noteTitle(run, title) } : {}),
       release: async () => {

@@ -1,4 +1,4 @@
-// Resource limits: memory, cpus, cpu_shares, timeout and hooks_timeout, parsed strictly (src/units.ts),
+// Resource limits: memory, disk, cpus, cpu_shares, timeout and hooks_timeout, parsed strictly (src/units.ts),
 // bounded by configuration and defaulted from it.
 import type { ContainerPlan } from '../run-plan.js';
 import type { Config } from '../../config.js';
@@ -8,6 +8,8 @@ import { formatDuration, parseCpus, parseDuration, parseMemory } from '../../uni
 
 /** Podman refuses memory limits under 6 MiB. */
 export const MIN_MEMORY_BYTES = 6 * 1024 ** 2;
+/** A run's file system (runtime/run-disk.ts) needs room for its own metadata and the engine's config dir. */
+export const MIN_DISK_BYTES = 64 * 1024 ** 2;
 /** The kernel's smallest CFS quota is 1 ms per 100 ms period. */
 export const MIN_CPUS = 0.01;
 export const MIN_CPU_SHARES = 2;
@@ -15,7 +17,7 @@ export const MAX_CPU_SHARES = 262_144;
 export const MIN_TIMEOUT_MS = 1_000;
 export const DEFAULT_HOOKS_TIMEOUT_MS = 5 * 60_000;
 
-export type Limits = Pick<ContainerPlan, 'memoryBytes' | 'memoryText' | 'cpus' | 'cpuShares' | 'timeoutMs' | 'timeoutText'>;
+export type Limits = Pick<ContainerPlan, 'memoryBytes' | 'memoryText' | 'diskBytes' | 'diskText' | 'cpus' | 'cpuShares' | 'timeoutMs' | 'timeoutText'>;
 
 export function formatMemory(bytes: number): string {
   for (const [unit, size] of [['t', 1024 ** 4], ['g', 1024 ** 3], ['m', 1024 ** 2], ['k', 1024]] as const) {
@@ -34,6 +36,21 @@ export function checkMemory(text: string | undefined, config: Config): { bytes: 
   if (bytes < MIN_MEMORY_BYTES) throw errors.invalid(`container.memory: "${text}" is below the minimum of 6m`);
   if (bytes > maxMemoryBytes) {
     throw errors.invalid(`container.memory: "${text}" is above the maximum of ${formatMemory(maxMemoryBytes)} (SERVICE_AGENT_MAX_MEMORY)`);
+  }
+  return { bytes, text };
+}
+
+/** container.disk: the size of the file system everything the run writes goes to. */
+export function checkDisk(text: string | undefined, config: Config): { bytes: number; text: string } {
+  const { defaultDiskBytes, maxDiskBytes } = config.agent;
+  if (text === undefined) return { bytes: defaultDiskBytes, text: formatMemory(defaultDiskBytes) };
+  const bytes = parseMemory(text);
+  if (bytes === undefined) {
+    throw errors.invalid(`container.disk: ${JSON.stringify(text)} is not a size such as 512m or 2g (a positive whole number with unit b, k, m, g or t)`);
+  }
+  if (bytes < MIN_DISK_BYTES) throw errors.invalid(`container.disk: "${text}" is below the minimum of ${formatMemory(MIN_DISK_BYTES)}`);
+  if (bytes > maxDiskBytes) {
+    throw errors.invalid(`container.disk: "${text}" is above the maximum of ${formatMemory(maxDiskBytes)} (SERVICE_AGENT_MAX_DISK)`);
   }
   return { bytes, text };
 }
@@ -77,10 +94,11 @@ export function checkDuration(text: string | undefined, field: string, defaultMs
 
 export function validateLimits(container: ContainerOptions | undefined, config: Config): Limits {
   const memory = checkMemory(container?.memory, config);
+  const disk = checkDisk(container?.disk, config);
   const cpus = checkCpus(container?.cpus, config);
   const cpuShares = checkCpuShares(container?.cpu_shares, config);
   const timeout = checkDuration(container?.timeout, 'container.timeout', config.agent.defaultTimeoutMs, config);
-  return { memoryBytes: memory.bytes, memoryText: memory.text, cpus, cpuShares, timeoutMs: timeout.ms, timeoutText: timeout.text };
+  return { memoryBytes: memory.bytes, memoryText: memory.text, diskBytes: disk.bytes, diskText: disk.text, cpus, cpuShares, timeoutMs: timeout.ms, timeoutText: timeout.text };
 }
 
 export function validateHooksTimeout(text: string | undefined, config: Config): number {

@@ -33,6 +33,8 @@ export function toSpecGenerator(spec: ContainerSpec): Record<string, unknown> {
     stdin: spec.interactive === true,
     terminal: false,
     remove: false,
+    // read_write_tmpfs stays off: Podman's tmpfs on /run, /tmp and /var/tmp would be writable beside the disk.
+    ...(spec.readOnlyRootfs === true ? { read_only_filesystem: true } : {}),
   };
 }
 

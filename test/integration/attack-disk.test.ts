@@ -1,0 +1,92 @@
+// Finding 7 of issue 23, performed against a real Berth on real Podman: one prompt tries to fill the host's
+// disk. With `container.disk: 1g` every place the run can write (its workdir, /tmp, /var/tmp, HOME, the
+// engine's config dir under /var/lib/berth) is a file system of 1 GiB of its own, so 3 GB of writes end in
+// "No space left on device", the image's root file system is read-only, and the host's free space drops by
+// at most about that 1 GiB. Nothing of the run's disk (mount, loop device, image file) is left afterwards.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { readdir, readFile, statfs } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { startTestBerth, type TestBerth } from '../support/berth.js';
+
+const exec = promisify(execFile);
+const GIB = 1024 ** 3;
+
+/** Free bytes of the host file system Berth's directories are on. */
+async function hostFree(path: string): Promise<number> {
+  const stats = await statfs(path);
+  return stats.bavail * stats.bsize;
+}
+
+/** Mounts and loop devices under the test Berth's directory (its run disks), as the host sees them. */
+async function disksOf(dir: string): Promise<{ mounts: string[]; loops: string[] }> {
+  const mounts = (await readFile('/proc/self/mountinfo', 'utf8')).split('\n').map((line) => line.split(' ')[4] ?? '').filter((path) => path.startsWith(`${dir}/`));
+  const loops = (await exec('losetup', ['--list', '--noheadings', '--output', 'BACK-FILE'])).stdout.split('\n').filter((file) => file.includes(dir));
+  return { mounts, loops };
+}
+
+describe('bounded disk', () => {
+  let t: TestBerth;
+  before(async () => {
+    t = await startTestBerth({ SERVICE_AGENT_MAX_DISK: '4g' });
+  });
+  after(async () => {
+    await t?.stop();
+  });
+
+  test('3 GB written with disk: 1g ends in ENOSPC everywhere the run can write, and the host loses at most ~1 GiB', async () => {
+    const places = ['/workspace', '/tmp', '/var/tmp', '$HOME', '/var/lib/berth/engine'];
+    // Each place is filled in turn and emptied again: together they share the run's one 1 GiB disk.
+    const fill = places.map((place, index) => `run: dd if=/dev/zero of=${place}/big bs=1M count=3000 2>&1 | grep -o "No space left on device" | head -1; echo "place ${index}: $(du -sm ${place}/big | cut -f1) MiB"; rm -f ${place}/big`);
+    // Elsewhere, the image's root file system and Podman's usual writable places are read-only.
+    const elsewhere = ['/big', '/etc/big', '/run/big', '/home/agent/big'].map((path) => `run: dd if=/dev/zero of=${path} bs=1M count=10 2>&1 | grep -o "Read-only file system" | head -1`);
+    const before = await hostFree(t.dir);
+    let lowest = before;
+    const sampling = setInterval(() => {
+      void hostFree(t.dir).then((free) => (lowest = Math.min(lowest, free)));
+    }, 100);
+    let run;
+    try {
+      run = await t.request('POST', '/run', { prompt: [...fill, ...elsewhere].join('\n'), container: { disk: '1g', memory: '256m', timeout: '5m' } });
+    } finally {
+      clearInterval(sampling);
+    }
+    assert.equal(run.status, 200, JSON.stringify(run.body));
+    const output: string = run.body.output;
+    assert.equal(output.match(/No space left on device/g)?.length, places.length, output);
+    for (const [index, place] of places.entries()) {
+      const written = Number(new RegExp(`place ${index}: (\\d+) MiB`).exec(output)?.[1] ?? NaN);
+      // The whole disk: less its metadata, and less what the engine's own files take of it.
+      assert.ok(written > 800 && written <= 1024, `${place}: ${written} MiB written (${output})`);
+    }
+    assert.equal(output.match(/Read-only file system/g)?.length, 4, output);
+    const dropped = before - lowest;
+    assert.ok(dropped < 1.1 * GIB, `the host's free space dropped by ${(dropped / GIB).toFixed(2)} GiB`);
+  });
+
+  test('a default run works and writes its workdir; an over-max or malformed disk is a 400 naming container.disk', async () => {
+    const ok = await t.request('POST', '/run', { prompt: 'run: echo hello > /workspace/a && cat /workspace/a && df -m /workspace | tail -1' });
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+    assert.match(ok.body.output, /hello/);
+    // The default 2g disk is the file system the workdir is on.
+    assert.match(ok.body.output, /\s20\d\d\s/);
+    for (const disk of ['5g', '1.5g', 'lots', '1m']) {
+      const refused = await t.request('POST', '/run', { prompt: 'say: hi', container: { disk } });
+      assert.equal(refused.status, 400, disk);
+      assert.match(refused.body.error, /^container\.disk: /);
+    }
+    const job = await t.request('POST', '/run/async', { prompt: 'say: hi', container: { disk: '5g' } });
+    assert.equal(job.status, 400);
+    assert.match(job.body.error, /^container\.disk: .*SERVICE_AGENT_MAX_DISK/);
+  });
+
+  test('nothing of any run disk is left once Berth stops (pooled engines\' included): no mount, no loop device, no image', async () => {
+    assert.deepEqual(await t.leftovers(), []);
+    await t.berth.stop();
+    assert.deepEqual(await disksOf(t.dir), { mounts: [], loops: [] });
+    const runs = join(t.config.agent.sessionsDir, '.runs');
+    assert.deepEqual(await readdir(runs), []);
+  });
+});
