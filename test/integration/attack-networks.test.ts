@@ -9,6 +9,7 @@ import { execFile } from 'node:child_process';
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { createConnection, createServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -21,6 +22,7 @@ import { nftTableName } from '../../src/runtime/podman/network-isolation.js';
 const exec = promisify(execFile);
 const REDIS = 'localhost/berth-test-redis:bookworm';
 const LISTENER_PORT = 7777;
+const UDP_PORT = 9999;
 
 async function podman(...args: string[]): Promise<string> {
   return (await exec('podman', args)).stdout.trim();
@@ -66,9 +68,13 @@ describe('callers\' networks are isolated', () => {
   let hostService: Server;
   let hostPort: number;
   let apiPort: number;
+  // An agent network of this test's own: the rules of other Berths running on the host (which cover
+  // Podman's default network) must not be what stops the attacks here.
+  const agentNetwork = `berth-test-agents-${randomBytes(4).toString('hex')}`;
 
   before(async () => {
     project = await mkdtemp(join(tmpdir(), 'berth-attack-networks-'));
+    await podman('network', 'create', agentNetwork);
     // A service on the host that listens everywhere, as the offline model and many host services do.
     hostService = createServer((socket) => {
       // A probe's timeout resets its connection: that is its end, not a failure.
@@ -80,6 +86,7 @@ describe('callers\' networks are isolated', () => {
     ({ t, as } = await startBerthWithCallers(['alice', 'bob'], {
       // Berth's API on every address, so a stack service could try it on its gateway.
       SERVICE_ADDRESS: '0.0.0.0:0',
+      SERVICE_AGENT_NETWORK: agentNetwork,
       SERVICE_AGENT_ALLOWED_VOLUMES: project,
       SERVICE_COMPOSE_HEALTH_TIMEOUT: '60s',
       SERVICE_POOL_SIZE: '0',
@@ -91,6 +98,7 @@ describe('callers\' networks are isolated', () => {
     await t?.stop();
     await new Promise((resolve) => hostService?.close(resolve));
     await rm(project, { recursive: true, force: true });
+    await podman('network', 'rm', '--force', agentNetwork);
     if (t) assert.doesNotMatch(await nftTables(), new RegExp(`\\b${nftTableName(t.config.instanceName)}\\b`), 'no nft table is left after stop');
   });
 
@@ -133,8 +141,12 @@ describe('callers\' networks are isolated', () => {
     assert.ok(cacheAddress, 'the cache has an address');
     const stackNetwork = `berth-stack-${sessionId}`;
     const stackGateway = await podman('network', 'inspect', stackNetwork, '--format', '{{range .Subnets}}{{.Gateway}}{{end}}');
-    const agentGateway = await podman('network', 'inspect', t.config.agent.network, '--format', '{{range .Subnets}}{{.Gateway}}{{end}}');
+    const agentGateway = await podman('network', 'inspect', agentNetwork, '--format', '{{range .Subnets}}{{.Gateway}}{{end}}');
     const subnetBase = cacheAddress!.split('.').slice(0, 3).join('.');
+    // A UDP receiver in alice's cache: one-way datagrams need no route back, so they show what the host
+    // forwards into a stack even where a TCP handshake could not complete.
+    const receiver = `perl -MIO::Socket::INET -e '$s = IO::Socket::INET->new(LocalPort => ${UDP_PORT}, Proto => "udp") or die; open(my $f, ">>", "/tmp/udp-received") or die; $f->autoflush(1); while ($s->recv($m, 100)) { print $f $m }'`;
+    await podman('exec', '--detach', cache, 'bash', '-c', receiver);
 
     // Alice's agent with a listener on every address of its container.
     const agent = await t.request('POST', '/agents', {}, as('alice'));
@@ -158,7 +170,13 @@ describe('callers\' networks are isolated', () => {
     const attack = await t.request(
       'POST',
       '/run',
-      { prompt: `run: ${probeLine(scanned, 'SET owner OWNED-BY-BOB')}\nrun: ${probeLine([`${agentAddress}:${LISTENER_PORT}`, `${agentGateway}:${hostPort}`])}` },
+      {
+        prompt: [
+          `run: ${probeLine(scanned, 'SET owner OWNED-BY-BOB')}`,
+          `run: ${probeLine([`${agentAddress}:${LISTENER_PORT}`, `${agentGateway}:${hostPort}`])}`,
+          `run: for i in 1 2 3; do echo udp-OWNED-BY-BOB > /dev/udp/${cacheAddress}/${UDP_PORT}; sleep 0.2; done; echo udp-sent`,
+        ].join('\n'),
+      },
       as('bob'),
     );
     assert.equal(attack.status, 200, JSON.stringify(attack.body));
@@ -171,12 +189,14 @@ describe('callers\' networks are isolated', () => {
     const get = await t.request(
       'POST',
       '/run',
-      { prompt: 'run: redis-cli -h cache get owner', engine: { session_id: sessionId, resume: true }, container: { environment } },
+      { prompt: `run: redis-cli -h cache get owner; echo udp-from-alice > /dev/udp/cache/${UDP_PORT}`, engine: { session_id: sessionId, resume: true }, container: { environment } },
       as('alice'),
     );
     assert.equal(get.status, 200, JSON.stringify(get.body));
     assert.match(get.body.output, /alice/);
     assert.doesNotMatch(get.body.output, /OWNED-BY-BOB/);
+    // The receiver got alice's datagram (positive control) and none of bob's.
+    assert.equal(await podman('exec', cache, 'cat', '/tmp/udp-received'), 'udp-from-alice');
 
     // Code in a stack service: Berth's API and a host service, on the stack's gateway and the agent
     // network's; nothing answers (DNS on the stack's gateway, which alice's runs used, is all it has).
