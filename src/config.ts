@@ -123,10 +123,18 @@ export interface Config {
     readonly buildTimeoutMs: number;
     /** A stack unused this long is removed. */
     readonly stackTtlMs: number;
-    /** Remove the images a stack built when the stack is removed. */
+    /** Remove the images a stack built when the stack is removed (false: the operator keeps them). */
     readonly removeBuiltImages: boolean;
     /** Stacks at once on this server. */
     readonly maxStacks: number;
+    /** Stacks of one caller at once (each session has at most one). */
+    readonly maxStacksPerCaller: number;
+    /** `build:` in a compose file is allowed (confined builds; docs/compose.md). */
+    readonly allowBuild: boolean;
+    /** Upper bound of a build context's file data. */
+    readonly maxContextBytes: number;
+    /** The unprivileged system user whose rootless Podman runs builds (created when missing). */
+    readonly buildUser: string;
   };
   /** Persistent agents (docs/agents.md). */
   readonly agents: {
@@ -468,8 +476,12 @@ export function loadConfig(env: Env = process.env): Config {
       healthTimeoutMs: read.duration('SERVICE_COMPOSE_HEALTH_TIMEOUT', '5m'),
       buildTimeoutMs: read.duration('SERVICE_COMPOSE_BUILD_TIMEOUT', '15m'),
       stackTtlMs: read.duration('SERVICE_COMPOSE_STACK_TTL', '1h'),
-      removeBuiltImages: read.bool('SERVICE_COMPOSE_REMOVE_BUILT_IMAGES', false),
+      removeBuiltImages: read.bool('SERVICE_COMPOSE_REMOVE_BUILT_IMAGES', true),
       maxStacks: read.int('SERVICE_COMPOSE_MAX_STACKS', 16, 1, 10_000),
+      maxStacksPerCaller: read.int('SERVICE_COMPOSE_MAX_STACKS_PER_CALLER', 2, 1, 10_000),
+      allowBuild: read.bool('SERVICE_COMPOSE_ALLOW_BUILD', false),
+      maxContextBytes: read.memory('SERVICE_COMPOSE_MAX_CONTEXT_BYTES', '256m'),
+      buildUser: read.string('SERVICE_COMPOSE_BUILD_USER', 'berth-build'),
     },
     agents: {
       maxSubscribers: read.int('SERVICE_AGENT_MAX_SUBSCRIBERS', 8, 1, 10_000),

@@ -44,6 +44,7 @@ export const ERROR_STATUS = {
   BERTH_ERR_AUTH_BLACKLIST_UNAVAILABLE: 503,
   BERTH_ERR_AT_CAPACITY: 503,
   BERTH_ERR_STACKS_AT_CAPACITY: 503,
+  BERTH_ERR_STACKS_PER_CALLER: 429,
   BERTH_ERR_STACK_FAILED: 500,
   BERTH_ERR_STREAMS_AT_CAPACITY: 503,
   BERTH_ERR_CONSOLE_NOT_BUILT: 503,
@@ -117,6 +118,8 @@ export const errors = {
     new BerthError('BERTH_ERR_AT_CAPACITY', `server at capacity: ${limit} containers are running (SERVICE_MAX_CONTAINERS); retry later`),
   stacksAtCapacity: (limit: number | string) =>
     new BerthError('BERTH_ERR_STACKS_AT_CAPACITY', `server at capacity: ${limit} compose stacks exist (SERVICE_COMPOSE_MAX_STACKS); delete a session with a stack or retry later`),
+  stacksPerCaller: (limit: number | string) =>
+    new BerthError('BERTH_ERR_STACKS_PER_CALLER', `too many compose stacks: this caller's sessions already have ${limit} (SERVICE_COMPOSE_MAX_STACKS_PER_CALLER); delete a session with a stack or wait for its SERVICE_COMPOSE_STACK_TTL`),
   stackFailed: (message: string) => new BerthError('BERTH_ERR_STACK_FAILED', `compose environment: ${message}`),
   runFailed: (message: string) => new BerthError('BERTH_ERR_RUN_FAILED', message),
   runTimeout: (timeout: string) =>

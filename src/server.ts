@@ -223,9 +223,11 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     });
     await volumeStaging.init();
     // Compose stacks belong to sessions: adopted at start, left running at stop (docs/compose.md).
+    const slots = new ContainerSlots({ total: config.maxContainers, perCaller: config.maxContainersPerCaller });
     const stacks = new Stacks({
       runtime,
       staging: volumeStaging,
+      slots,
       settings: {
         instanceName: config.instanceName,
         userNamespace: containerSettings.userNamespace,
@@ -234,7 +236,13 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
         defaultCpus: config.agent.defaultCpus,
         ttlMs: config.compose.stackTtlMs,
         maxStacks: config.compose.maxStacks,
+        maxStacksPerCaller: config.compose.maxStacksPerCaller,
         removeBuiltImages: config.compose.removeBuiltImages,
+        maxContextBytes: config.compose.maxContextBytes,
+        buildUser: config.compose.buildUser,
+        buildMemoryBytes: config.agent.maxMemoryBytes,
+        buildCpus: config.agent.maxCpus,
+        imagePolicy: { allowedPatterns: config.agent.allowedImagePatterns, defaultImage: config.agent.image },
       },
       log: logger,
       onCountChanged: (count) => metrics.composeStacks.set(count),
@@ -243,7 +251,6 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     cleanups.push(async () => stacks.stop());
     const webhookDestinations = new DestinationPolicy(config.webhooks.allowedHosts);
     const executor = new RunExecutor({ ...containerSettings, runtime, volumeStaging, log: logger });
-    const slots = new ContainerSlots({ total: config.maxContainers, perCaller: config.maxContainersPerCaller });
     const images = new ImageCheck(runtime, config.agent.mountEngine ? 'mounted' : 'in-image');
     // Pre-started engines for runs and for agents like the default request; removed at stop before the runs drain.
     const template = await validateRunRequest({ prompt: 'pooled engine' }, { config, secretExists: async () => true });

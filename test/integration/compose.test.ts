@@ -78,14 +78,14 @@ before(async () => {
 });
 after(async () => {
   await rm(project, { recursive: true, force: true });
-  // Built images are kept by default (SERVICE_COMPOSE_REMOVE_BUILT_IMAGES=false); the suite removes its own.
+  // Built images go with their stacks (SERVICE_COMPOSE_REMOVE_BUILT_IMAGES); whatever a failure left, the suite removes.
   for (const id of await builtImages()) await exec('podman', ['rmi', '--force', id]).catch(() => undefined);
 });
 
 describe('a Redis stack', () => {
   let t: TestBerth;
   before(async () => {
-    t = await startTestBerth({ SERVICE_AGENT_ALLOWED_VOLUMES: project, SERVICE_COMPOSE_HEALTH_TIMEOUT: '60s' });
+    t = await startTestBerth({ SERVICE_AGENT_ALLOWED_VOLUMES: project, SERVICE_COMPOSE_HEALTH_TIMEOUT: '60s', SERVICE_COMPOSE_ALLOW_BUILD: 'true' });
   });
   after(async () => {
     await t?.stop();
@@ -227,7 +227,7 @@ describe('failures and expiry', () => {
       SERVICE_AGENT_ALLOWED_VOLUMES: project,
       SERVICE_COMPOSE_HEALTH_TIMEOUT: '6s',
       SERVICE_COMPOSE_STACK_TTL: '3s',
-      SERVICE_COMPOSE_REMOVE_BUILT_IMAGES: 'true',
+      SERVICE_COMPOSE_ALLOW_BUILD: 'true',
     });
   });
   after(async () => {
@@ -278,7 +278,7 @@ describe('failures and expiry', () => {
     const entry = sessions.body.sessions.find((s: { id: string }) => s.id === response.body.session_id);
     assert.ok(entry, 'the session itself stays');
     assert.equal(entry.stack, undefined);
-    // SERVICE_COMPOSE_REMOVE_BUILT_IMAGES: the built image went with the stack.
+    // SERVICE_COMPOSE_REMOVE_BUILT_IMAGES (on by default): the built image went with the stack.
     const kept = [...(await builtImages())].filter((id) => !imagesBefore.has(id));
     assert.deepEqual(kept, []);
   });
@@ -289,6 +289,7 @@ describe('restarts', () => {
     const state = await mkdtemp(join(tmpdir(), 'berth-compose-state-'));
     const env = {
       SERVICE_AGENT_ALLOWED_VOLUMES: project,
+      SERVICE_COMPOSE_ALLOW_BUILD: 'true',
       SERVICE_INSTANCE_NAME: `compose-${Date.now().toString(36)}`,
       SERVICE_AGENT_SESSIONS_DIR: join(state, 'sessions'),
       SERVICE_DATA_DIR: join(state, 'data'),

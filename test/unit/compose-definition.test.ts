@@ -5,8 +5,9 @@ import { stringify } from 'yaml';
 import { ComposeFileError, loadComposeDocument, parseEnvFile } from '../../src/core/compose/compose-document.js';
 import { builtImageTag, defineStack, StackDefinitionError, type DefinitionPolicy } from '../../src/core/compose/stack-definition.js';
 
-const STRICT: DefinitionPolicy = { allowPrivileged: false, allowHostNetwork: false, allowHostVolumes: false };
-const LENIENT: DefinitionPolicy = { allowPrivileged: true, allowHostNetwork: true, allowHostVolumes: true };
+const LIMITS = { maxMemoryBytes: 8 * 1024 ** 3, maxCpus: 4 };
+const STRICT: DefinitionPolicy = { allowPrivileged: false, allowHostNetwork: false, allowHostVolumes: false, allowBuild: true, ...LIMITS };
+const LENIENT: DefinitionPolicy = { allowPrivileged: true, allowHostNetwork: true, allowHostVolumes: true, allowBuild: true, ...LIMITS };
 
 async function define(yaml: string, options: { policy?: DefinitionPolicy; service?: string; env?: string } = {}) {
   const document = loadComposeDocument(yaml, parseEnvFile(options.env ?? ''));
@@ -130,11 +131,26 @@ test('a billion-laughs document is refused, not expanded', async () => {
   await assert.rejects(define(yaml), ComposeFileError);
 });
 
+test('build: refused unless SERVICE_COMPOSE_ALLOW_BUILD, naming the setting', async () => {
+  await assert.rejects(define('services:\n  app:\n    build: ./agent\n', { policy: { ...STRICT, allowBuild: false } }), /services\.app\.build is refused on this server \(SERVICE_COMPOSE_ALLOW_BUILD is false\)/);
+});
+
+test('mem_limit and cpus above the agent maximums are refused naming the service and key', async () => {
+  const side = (extra: string) => `services:\n  app:\n    image: localhost/a:1\n  db:\n    image: localhost/db:1\n${extra}`;
+  await assert.rejects(define(side('    mem_limit: 9g\n')), /services\.db\.mem_limit: "9g" is above this server's maximum of 8589934592 bytes \(SERVICE_AGENT_MAX_MEMORY\)/);
+  await assert.rejects(define(side('    cpus: 4.5\n')), /services\.db\.cpus: "4\.5" is above this server's maximum of 4 CPUs \(SERVICE_AGENT_MAX_CPUS\)/);
+  assert.equal((await define(side('    mem_limit: 8g\n    cpus: 4\n'))).sidecars[0]!.memoryBytes, 8 * 1024 ** 3);
+});
+
 test('build: context and dockerfile inside it; the built image is named by the definition', async () => {
   const stack = await define('services:\n  app:\n    build:\n      context: ./agent\n      dockerfile: Containerfile\n      args: { V: "1" }\n');
   assert.deepEqual(stack.agent.image, { kind: 'build', context: '/srv/project/agent', dockerfile: 'Containerfile', args: { V: '1' } });
   assert.equal(builtImageTag(stack, 'app'), `localhost/berth-build-app:${stack.hash}`);
-  await assert.rejects(define('services:\n  app:\n    build: { context: ., dockerfile: ../x }\n'), /dockerfile must be a path inside the build context/);
+  await assert.rejects(define('services:\n  app:\n    build: { context: ., dockerfile: ../x }\n'), /dockerfile: "\.\.\/x" must name a file inside the build context/);
+  // Podman reads a dockerfile that parses as JSON as a list of (host) paths.
+  await assert.rejects(define('services:\n  app:\n    build: { context: ., dockerfile: \'["/etc/hostname"]\' }\n'), /dockerfile: "\["\/etc\/hostname"\]" must be a relative path/);
+  await assert.rejects(define('services:\n  app:\n    build: { context: ., dockerfile: /etc/hostname }\n'), /must be a relative path inside the build context/);
+  await assert.rejects(define('services:\n  app:\n    build: { context: ., dockerfile: a/../../b }\n'), /must name a file inside the build context/);
   await assert.rejects(define('services:\n  app:\n    build: /etc\n'), /\/etc is not allowed/);
   await assert.rejects(define('services:\n  app:\n    build: { context: ., network: host }\n'), /build\.network is not supported/);
 });

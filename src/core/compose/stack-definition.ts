@@ -70,15 +70,39 @@ export interface StackDefinition {
   readonly hash: string;
 }
 
-/** The tag of the image Berth builds for a service: one per definition, shared by stacks with the same one. */
+/** Every image Berth builds is named under this prefix; no request may name one (they belong to their stack). */
+export const BUILT_IMAGE_PREFIX = 'localhost/berth-build-';
+
+/**
+ * The name a run's plan gives the image Berth will build for a service, before the run has a session;
+ * the image itself is tagged per session (sessionImageTag), so no two sessions ever share one.
+ */
 export function builtImageTag(definition: Pick<StackDefinition, 'hash'>, service: string): string {
-  return `localhost/berth-build-${service}:${definition.hash}`;
+  return `${BUILT_IMAGE_PREFIX}${service}:${definition.hash}`;
+}
+
+/**
+ * Whether a reference names (or, as a short name, could resolve to) an image Berth built for a stack:
+ * `localhost/berth-build-…`, and `berth-build-…` under any registry or none.
+ */
+export function isBuiltImageReference(reference: string): boolean {
+  return /(?:^|\/)berth-build-/i.test(reference);
+}
+
+/** The tag of the image a session's stack built for a service. */
+export function sessionImageTag(definition: Pick<StackDefinition, 'hash'>, service: string, sessionId: string): string {
+  return `${BUILT_IMAGE_PREFIX}${service}:${definition.hash}-${sessionId}`;
 }
 
 export interface DefinitionPolicy {
   readonly allowPrivileged: boolean;
   readonly allowHostNetwork: boolean;
   readonly allowHostVolumes: boolean;
+  /** `build:` is refused unless the operator allowed builds (SERVICE_COMPOSE_ALLOW_BUILD). */
+  readonly allowBuild: boolean;
+  /** Upper bounds of a service's `mem_limit` and `cpus` (SERVICE_AGENT_MAX_MEMORY, SERVICE_AGENT_MAX_CPUS). */
+  readonly maxMemoryBytes: number;
+  readonly maxCpus: number;
 }
 
 export interface DefinitionContext {
@@ -190,8 +214,8 @@ async function defineService(name: string, raw: Readonly<Record<string, unknown>
     ...optional('user', raw.user === undefined ? undefined : String(raw.user)),
     ...optional('hostname', raw.hostname as string | undefined),
     labels: labelsOf(raw.labels, `${at}.labels`),
-    ...optional('memoryBytes', memoryOf(raw.mem_limit, `${at}.mem_limit`)),
-    ...optional('cpus', cpusOf(raw.cpus, `${at}.cpus`)),
+    ...optional('memoryBytes', memoryOf(raw.mem_limit, `${at}.mem_limit`, context.policy.maxMemoryBytes)),
+    ...optional('cpus', cpusOf(raw.cpus, `${at}.cpus`, context.policy.maxCpus)),
     restart: restartOf(raw.restart, `${at}.restart`),
     noNetwork: raw.network_mode === 'none',
     privileges,
@@ -250,14 +274,14 @@ async function serviceImage(raw: Readonly<Record<string, unknown>>, at: string, 
   }
   // With both, Compose tags the built image with `image`; Berth names built images itself (they belong to the stack).
   if (raw.image !== undefined) fail(`${at}: give "image" or "build", not both (Berth names the images it builds)`);
+  if (!context.policy.allowBuild) fail(`${at}.build is refused on this server (SERVICE_COMPOSE_ALLOW_BUILD is false); use an image present on the host`);
   const options = typeof build === 'string' ? { context: build } : build;
   for (const key of Object.keys(options)) {
     if (!['context', 'dockerfile', 'args', 'target'].includes(key) && !key.startsWith('x-')) fail(`${at}.build.${key} is not supported by Berth`);
   }
   const contextText = (options.context as string | undefined) ?? '.';
   const contextDir = await context.resolveHostPath(hostPathOf(contextText, context.baseDir, `${at}.build.context`), `${at}.build.context`);
-  const dockerfile = posix.normalize((options.dockerfile as string | undefined) ?? 'Dockerfile');
-  if (dockerfile.startsWith('/') || dockerfile.startsWith('..')) fail(`${at}.build.dockerfile must be a path inside the build context`);
+  const dockerfile = dockerfileOf(options.dockerfile, `${at}.build.dockerfile`);
   return {
     kind: 'build',
     context: contextDir,
@@ -265,6 +289,23 @@ async function serviceImage(raw: Readonly<Record<string, unknown>>, at: string, 
     args: listOrDict(options.args, `${at}.build.args`),
     ...optional('target', options.target as string | undefined),
   };
+}
+
+/**
+ * A relative path of plain names inside the context. Podman reads a value that parses as JSON as a list
+ * of paths, absolute ones included, so only the characters of file names and `/` are accepted; that it
+ * is a regular file (no link) is checked in the archive Berth sends (runtime/podman/image-build.ts).
+ */
+function dockerfileOf(value: unknown, at: string): string {
+  if (value === undefined) return 'Dockerfile';
+  if (typeof value !== 'string') fail(`${at} must be a string: a relative path inside the build context`);
+  const text = value as string;
+  if (!/^[A-Za-z0-9_.@+-][A-Za-z0-9_.@+/-]{0,254}$/.test(text)) {
+    fail(`${at}: "${text}" must be a relative path inside the build context (letters, digits, "_", ".", "-", "@", "+" and "/")`);
+  }
+  const normalised = posix.normalize(text);
+  if (text.split('/').includes('..') || normalised === '.' || normalised.endsWith('/')) fail(`${at}: "${text}" must name a file inside the build context`);
+  return normalised;
 }
 
 /** A compose path: absolute, or relative to the compose file's directory; `~` is nobody's home here. */
@@ -419,17 +460,19 @@ function labelsOf(value: unknown, at: string): Record<string, string> {
   return labels;
 }
 
-function memoryOf(value: unknown, at: string): number | undefined {
+function memoryOf(value: unknown, at: string, maxBytes: number): number | undefined {
   if (value === undefined) return undefined;
   const bytes = typeof value === 'number' ? value : parseMemory(String(value));
   if (bytes === undefined || !Number.isSafeInteger(bytes) || bytes < 6 * 1024 ** 2) fail(`${at}: "${String(value)}" is not a memory size of at least 6m, such as 512m`);
+  if (bytes! > maxBytes) fail(`${at}: "${String(value)}" is above this server's maximum of ${maxBytes} bytes (SERVICE_AGENT_MAX_MEMORY)`);
   return bytes;
 }
 
-function cpusOf(value: unknown, at: string): number | undefined {
+function cpusOf(value: unknown, at: string, max: number): number | undefined {
   if (value === undefined) return undefined;
   const cpus = typeof value === 'number' ? value : parseCpus(String(value));
   if (cpus === undefined || !(cpus > 0)) fail(`${at}: "${String(value)}" is not a positive number of CPUs`);
+  if (cpus! > max) fail(`${at}: "${String(value)}" is above this server's maximum of ${max} CPUs (SERVICE_AGENT_MAX_CPUS)`);
   return cpus;
 }
 

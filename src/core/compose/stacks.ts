@@ -6,17 +6,23 @@
 // Berth drives libpod itself from the checked definition (no compose tool): every service container is
 // created by the runtime adapter with Berth's limits, user namespace and labels, and the engine's own
 // container joins the stack's network as the agent service (core/runs/engine-container.ts).
+//
+// Every service container holds a container slot of the session's owner (SERVICE_MAX_CONTAINERS and
+// SERVICE_MAX_CONTAINERS_PER_CALLER), reserved before anything is created and released with the stack.
 import type { Logger } from 'pino';
-import { errors } from '../../errors.js';
+import { BerthError, errors } from '../../errors.js';
 import {
-  BuildTimeoutError, STACK_BUILD_LABEL, STACK_HASH_LABEL, STACK_INSTANCE_LABEL, STACK_LABEL,
+  BuildContextError, BuildTimeoutError, STACK_BUILD_LABEL, STACK_HASH_LABEL, STACK_INSTANCE_LABEL, STACK_LABEL,
   type ContainerRuntime, type NetworkAttachment, type ServiceContainerSpec, type UserNamespace, type VolumeMountSpec,
 } from '../../runtime/container-runtime.js';
 import type { VolumeStaging } from '../../runtime/volume-staging.js';
 import { formatDuration } from '../../units.js';
 import type { EnvironmentPlan } from '../run-plan.js';
+import type { ContainerSlots, Slot } from '../runs/container-slots.js';
 import type { RunPhases } from '../runs/run-phases.js';
-import { builtImageTag, type DependencyCondition, type StackDefinition, type StackService } from './stack-definition.js';
+import type { ImagePolicy } from '../validation/images.js';
+import { buildContainerfileCheck } from './build-check.js';
+import { sessionImageTag, type DependencyCondition, type StackDefinition, type StackService } from './stack-definition.js';
 
 export interface StacksSettings {
   readonly instanceName: string;
@@ -25,14 +31,25 @@ export interface StacksSettings {
   /** Limits of a service that sets none (the agent defaults). */
   readonly defaultMemoryBytes: number;
   readonly defaultCpus: number;
+  /** Limits of a build's steps (the agent maximums: a build may need more than a run). */
+  readonly buildMemoryBytes: number;
+  readonly buildCpus: number;
   readonly ttlMs: number;
   readonly maxStacks: number;
+  readonly maxStacksPerCaller: number;
   readonly removeBuiltImages: boolean;
+  readonly maxContextBytes: number;
+  /** The unprivileged system user whose rootless Podman runs builds (SERVICE_COMPOSE_BUILD_USER). */
+  readonly buildUser: string;
+  /** The images a build may start from (SERVICE_AGENT_ALLOWED_IMAGE_PATTERNS). */
+  readonly imagePolicy: ImagePolicy;
 }
 
 export interface StacksDependencies {
   readonly runtime: ContainerRuntime;
   readonly staging: VolumeStaging;
+  /** Where service containers count (the runs' and agents' slots). */
+  readonly slots: ContainerSlots;
   readonly settings: StacksSettings;
   readonly log: Logger;
   /** Stack count changes, for /metrics. */
@@ -46,6 +63,8 @@ export interface StackAttachment {
   readonly volumeMounts: readonly VolumeMountSpec[];
   /** The agent service's environment (the engine's own variables win). */
   readonly environment: Readonly<Record<string, string>>;
+  /** The image the stack built for the agent service (this session's own), when it has `build:`. */
+  readonly agentImage?: string;
   /** Ends this run's use of the stack (an ephemeral run's stack is then removed). */
   release(): Promise<void>;
 }
@@ -59,7 +78,11 @@ export interface StackView {
 
 interface LiveStack {
   readonly sessionId: string;
+  /** The session's owner (core/auth/caller.ts), whose limits the service containers count against. */
+  readonly owner: string;
   readonly hash: string;
+  /** One container slot per service container. */
+  readonly slots: readonly Slot[];
   /** Sidecar services (known from the definition, or from the labels of an adopted stack). */
   readonly services: readonly string[];
   users: number;
@@ -67,6 +90,8 @@ interface LiveStack {
 }
 
 const SERVICE_LABEL = 'berth.stack-service';
+/** On a stack's network: the owner of its session (a restart counts adopted stacks against it again). */
+const OWNER_LABEL = 'berth.stack-owner';
 /** How often a service is polled while waiting for it; healthchecks run at most this often too. */
 const POLL_MS = 500;
 const LOG_TAIL_LINES = 20;
@@ -102,7 +127,11 @@ export class Stacks {
     const networks = await runtime.listNetworks(byInstance);
     const containers = await runtime.listContainers(byInstance);
     const volumes = await runtime.listVolumes(byInstance);
-    const sessions = new Set([...networks, ...containers, ...volumes].map((resource) => resource.labels[STACK_LABEL] ?? ''));
+    // Built images count only when they go with their stack (an operator who keeps them keeps them).
+    const images = settings.removeBuiltImages
+      ? (await runtime.listImages()).filter((image) => image.labels[STACK_INSTANCE_LABEL] === settings.instanceName)
+      : [];
+    const sessions = new Set([...networks, ...containers, ...volumes, ...images].map((resource) => resource.labels[STACK_LABEL] ?? ''));
     for (const sessionId of sessions) {
       const network = networks.find((candidate) => candidate.labels[STACK_LABEL] === sessionId);
       if (sessionId !== '' && network && (await sessionExists(sessionId))) {
@@ -110,11 +139,17 @@ export class Stacks {
           .filter((container) => container.labels[STACK_LABEL] === sessionId)
           .map((container) => container.labels[SERVICE_LABEL] ?? '')
           .filter(Boolean);
-        // Last use before the restart is not known: the TTL counts from now.
-        this.live.set(sessionId, { sessionId, hash: network.labels[STACK_HASH_LABEL] ?? '', services, users: 0, lastUsedMs: Date.now() });
-        continue;
+        const owner = network.labels[OWNER_LABEL] ?? '';
+        const slots = this.reserve(owner, services.length, false);
+        if (slots) {
+          // Last use before the restart is not known: the TTL counts from now.
+          this.live.set(sessionId, { sessionId, owner, hash: network.labels[STACK_HASH_LABEL] ?? '', slots, services, users: 0, lastUsedMs: Date.now() });
+          continue;
+        }
+        this.deps.log.warn({ sessionId, owner }, 'removing a compose stack whose containers no longer fit SERVICE_MAX_CONTAINERS(_PER_CALLER)');
+      } else {
+        this.deps.log.warn({ sessionId }, 'removing a compose stack whose session is gone (or which was left half-created)');
       }
-      this.deps.log.warn({ sessionId }, 'removing a compose stack whose session is gone (or which was left half-created)');
       await this.removeResources(sessionId);
     }
     this.countChanged();
@@ -141,7 +176,7 @@ export class Stacks {
    * The session's stack, brought up or reused and ready (every service healthy or running) for one run.
    * Failures are 500s naming the service (with the end of its log); nothing of a failed bring-up is left.
    */
-  async acquire(sessionId: string, plan: EnvironmentPlan, phases: RunPhases, options: { readonly ephemeral: boolean }): Promise<StackAttachment> {
+  async acquire(sessionId: string, owner: string, plan: EnvironmentPlan, phases: RunPhases, options: { readonly ephemeral: boolean }): Promise<StackAttachment> {
     const { definition } = plan;
     await this.exclusive(sessionId, async () => {
       const existing = this.live.get(sessionId);
@@ -150,10 +185,13 @@ export class Stacks {
         await this.removeNow(sessionId);
       }
       if (this.live.has(sessionId)) {
-        await this.reuse(sessionId, plan, phases);
+        await this.reuse(sessionId, owner, plan, phases);
       } else {
-        if (this.live.size >= this.deps.settings.maxStacks) throw errors.stacksAtCapacity(this.deps.settings.maxStacks);
-        await this.create(sessionId, plan, phases);
+        const { maxStacks, maxStacksPerCaller } = this.deps.settings;
+        const owned = [...this.live.values()].filter((stack) => stack.owner === owner).length;
+        if (owned >= maxStacksPerCaller) throw errors.stacksPerCaller(maxStacksPerCaller);
+        if (this.live.size >= maxStacks) throw errors.stacksAtCapacity(maxStacks);
+        await this.create(sessionId, owner, plan, phases);
       }
       const stack = this.live.get(sessionId)!;
       stack.users += 1;
@@ -167,6 +205,7 @@ export class Stacks {
         mount.kind === 'volume' ? [{ volume: volumeName(sessionId, mount.volume), containerPath: mount.containerPath, readOnly: mount.readOnly }] : [],
       ),
       environment: agent.environment,
+      ...(agent.image.kind === 'build' ? { agentImage: sessionImageTag(definition, agent.name, sessionId) } : {}),
       release: async () => {
         if (released) return;
         released = true;
@@ -213,18 +252,22 @@ export class Stacks {
     }
   }
 
-  private async create(sessionId: string, plan: EnvironmentPlan, phases: RunPhases): Promise<void> {
+  private async create(sessionId: string, owner: string, plan: EnvironmentPlan, phases: RunPhases): Promise<void> {
     const { definition } = plan;
     const { runtime } = this.deps;
     const labels = this.labels(sessionId);
+    // The service containers' places first: a caller at its limit is refused before anything is built or made.
+    const slots = this.reserve(owner, definition.sidecars.length, true)!;
+    let registered = false;
     try {
-      await phases.measure('compose_build', () => this.buildImages(definition, plan.buildTimeoutMs));
+      await phases.measure('compose_build', () => this.buildImages(sessionId, definition, plan.buildTimeoutMs));
       const deadline = Date.now() + plan.healthTimeoutMs;
       await phases.measure('compose_start', async () => {
-        await runtime.createNetwork(stackNetworkName(sessionId), { ...labels, [STACK_HASH_LABEL]: definition.hash });
+        await runtime.createNetwork(stackNetworkName(sessionId), { ...labels, [STACK_HASH_LABEL]: definition.hash, [OWNER_LABEL]: owner });
         for (const volume of definition.volumes) await runtime.createVolume(volumeName(sessionId, volume), labels);
         // Registered before any container exists: a failure below removes what was made (also after a crash, at start).
-        this.live.set(sessionId, { sessionId, hash: definition.hash, services: definition.sidecars.map((s) => s.name), users: 0, lastUsedMs: Date.now() });
+        this.live.set(sessionId, { sessionId, owner, hash: definition.hash, slots, services: definition.sidecars.map((s) => s.name), users: 0, lastUsedMs: Date.now() });
+        registered = true;
         this.countChanged();
         for (const service of definition.sidecars) {
           for (const dependency of service.dependsOn) {
@@ -235,13 +278,30 @@ export class Stacks {
       });
       await phases.measure('compose_healthy', () => this.waitAllReady(sessionId, definition, deadline, plan));
     } catch (error) {
+      if (!registered) for (const slot of slots) slot.release();
       await this.removeNow(sessionId).catch((cleanup: unknown) => this.deps.log.error({ err: cleanup, sessionId }, 'removing a failed stack failed'));
       throw error;
     }
   }
 
+  /**
+   * `count` container slots of the owner, all or none: refused with the slots' 429/503 when `strict`,
+   * otherwise (a restart adopting stacks) answered as undefined.
+   */
+  private reserve(owner: string, count: number, strict: boolean): Slot[] | undefined {
+    const taken: Slot[] = [];
+    try {
+      for (let index = 0; index < count; index += 1) taken.push(this.deps.slots.take(owner));
+      return taken;
+    } catch (error) {
+      for (const slot of taken) slot.release();
+      if (strict) throw error;
+      return undefined;
+    }
+  }
+
   /** A live stack for a later run: stopped services are started again; then every service must be ready. */
-  private async reuse(sessionId: string, plan: EnvironmentPlan, phases: RunPhases): Promise<void> {
+  private async reuse(sessionId: string, owner: string, plan: EnvironmentPlan, phases: RunPhases): Promise<void> {
     const { definition } = plan;
     const deadline = Date.now() + plan.healthTimeoutMs;
     await phases.measure('compose_healthy', async () => {
@@ -250,7 +310,7 @@ export class Stacks {
         if (!state) {
           // A service container is gone (removed by hand): the stack is made again from scratch.
           await this.removeNow(sessionId);
-          await this.create(sessionId, plan, phases);
+          await this.create(sessionId, owner, plan, phases);
           return;
         }
         const finishedOneShot = !state.running && state.exit.exitCode === 0 && state.startedAtMs !== undefined;
@@ -260,28 +320,44 @@ export class Stacks {
     });
   }
 
-  private async buildImages(definition: StackDefinition, timeoutMs: number): Promise<void> {
+  /**
+   * Builds the stack's images, each tagged for this session only, confined (runtime/podman/image-build.ts);
+   * what the Containerfile may ask is checked on the archive that is built (./build-check.ts).
+   */
+  private async buildImages(sessionId: string, definition: StackDefinition, timeoutMs: number): Promise<void> {
+    const { runtime, settings } = this.deps;
     for (const service of [...definition.sidecars, definition.agent]) {
       if (service.image.kind !== 'build') continue;
       const { image } = service;
-      const staged = await this.deps.staging.stage(`build-${definition.hash}-${service.name}`, [image.context], [true]).catch((error: unknown) => {
-        throw errors.invalid(`container.environment: services.${service.name}.build.context: ${(error as Error).message}`);
+      const at = `container.environment: services.${service.name}.build`;
+      const staged = await this.deps.staging.stage(`build-${sessionId}-${service.name}`, [image.context], [true]).catch((error: unknown) => {
+        throw errors.invalid(`${at}.context: ${(error as Error).message}`);
       });
-      // A build re-tags the image; the image the tag named before (another stack's build of the same
-      // definition) is removed when nothing uses it any more, so rebuilding leaves no untagged images.
-      const previous = await this.deps.runtime.inspectImage(builtImageTag(definition, service.name));
+      const tag = sessionImageTag(definition, service.name, sessionId);
+      const previous = await runtime.inspectImage(tag);
       try {
-        const built = await this.deps.runtime.buildImage({
+        const built = await runtime.buildImage({
           contextDir: staged.localPaths[0]!,
           dockerfile: image.dockerfile,
-          tag: builtImageTag(definition, service.name),
+          tag,
           args: image.args,
           ...(image.target !== undefined ? { target: image.target } : {}),
-          labels: { [STACK_BUILD_LABEL]: definition.hash },
+          labels: { [STACK_BUILD_LABEL]: definition.hash, ...this.labels(sessionId) },
           timeoutMs,
+          maxContextBytes: settings.maxContextBytes,
+          userNamespace: settings.userNamespace,
+          buildUser: settings.buildUser,
+          memoryBytes: settings.buildMemoryBytes,
+          cpus: settings.buildCpus,
+          checkContainerfile: buildContainerfileCheck({ runtime, policy: settings.imagePolicy, args: image.args, at: `${at}.dockerfile "${image.dockerfile}"` }),
         });
-        if (previous && previous.id !== built) await this.deps.runtime.removeImage(previous.id).catch(() => false);
+        if (previous && previous.id !== built) await runtime.removeImage(previous.id).catch(() => false);
       } catch (error) {
+        if (error instanceof BerthError) throw error;
+        if (error instanceof BuildContextError) {
+          if (error.reason === 'too-large') throw errors.invalid(`${at}.context: ${error.message} (SERVICE_COMPOSE_MAX_CONTEXT_BYTES is ${settings.maxContextBytes})`);
+          throw errors.invalid(`${at}.dockerfile: ${error.message}`);
+        }
         if (error instanceof BuildTimeoutError) {
           throw errors.stackFailed(`the build of service "${service.name}" did not finish within ${formatDuration(timeoutMs)} (build_timeout); it was stopped`);
         }
@@ -305,7 +381,7 @@ export class Stacks {
     try {
       const spec: ServiceContainerSpec = {
         name: containerName(sessionId, service.name),
-        image: service.image.kind === 'build' ? builtImageTag(definition, service.name) : service.image.reference,
+        image: service.image.kind === 'build' ? sessionImageTag(definition, service.name, sessionId) : service.image.reference,
         ...(service.command ? { command: service.command } : {}),
         ...(service.entrypoint ? { entrypoint: service.entrypoint } : {}),
         env: service.environment,
@@ -399,13 +475,20 @@ export class Stacks {
   }
 
   private async removeNow(sessionId: string): Promise<boolean> {
+    const stack = this.live.get(sessionId);
     const had = this.live.delete(sessionId);
-    const removed = await this.removeResources(sessionId);
-    this.countChanged();
-    return had || removed;
+    try {
+      return (await this.removeResources(sessionId)) || had;
+    } finally {
+      for (const slot of stack?.slots ?? []) slot.release();
+      this.countChanged();
+    }
   }
 
-  /** Every container, volume and network labelled with the session's stack (and its built images when asked). */
+  /**
+   * Every container, volume and network labelled with the session's stack, and the images it built unless
+   * the operator keeps them (SERVICE_COMPOSE_REMOVE_BUILT_IMAGES=false).
+   */
   private async removeResources(sessionId: string): Promise<boolean> {
     const { runtime, settings } = this.deps;
     const label = `${STACK_LABEL}=${sessionId}`;
@@ -414,15 +497,16 @@ export class Stacks {
     const volumes = await runtime.listVolumes(label);
     for (const volume of volumes) await runtime.removeVolume(volume.name);
     const networks = await runtime.listNetworks(label);
-    const hashes = networks.map((network) => network.labels[STACK_HASH_LABEL]).filter((hash): hash is string => hash !== undefined);
     for (const network of networks) await runtime.removeNetwork(network.name);
-    if (settings.removeBuiltImages && hashes.length > 0) {
+    let images = 0;
+    if (settings.removeBuiltImages) {
       for (const image of await runtime.listImages()) {
-        // An image another stack of the same definition still uses is kept (removeImage answers false).
-        if (hashes.includes(image.labels[STACK_BUILD_LABEL] ?? '')) await runtime.removeImage(image.id).catch(() => false);
+        if (image.labels[STACK_LABEL] !== sessionId || image.labels[STACK_INSTANCE_LABEL] !== settings.instanceName) continue;
+        // A run of this session still in its container keeps the image until the next removal (removeImage answers false).
+        if (await runtime.removeImage(image.id).catch(() => false)) images += 1;
       }
     }
-    return containers.length + volumes.length + networks.length > 0;
+    return containers.length + volumes.length + networks.length + images > 0;
   }
 
   private countChanged(): void {

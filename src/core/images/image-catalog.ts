@@ -1,7 +1,8 @@
 // The image endpoints' domain: local images with their compatibility (ranked, tools detected), one
 // image by name, registry search, and pull. Registry failures are translated into the catalogue here.
 import { BerthError, errors } from '../../errors.js';
-import { RegistryError, type ContainerRuntime, type ImageSummary } from '../../runtime/container-runtime.js';
+import { RegistryError, STACK_BUILD_LABEL, type ContainerRuntime, type ImageSummary } from '../../runtime/container-runtime.js';
+import { isBuiltImageReference } from '../compose/stack-definition.js';
 import { formatImageReference, normaliseImageReference, parseImageReference } from '../validation/images.js';
 import { OFFICIAL_LABEL, rankImage, type CompatibilityRank } from './compatibility.js';
 import type { ImageProbe } from './image-probe.js';
@@ -91,6 +92,11 @@ export function compareImageRecords(a: ImageRecord, b: ImageRecord): number {
   return left < right ? -1 : left > right ? 1 : 0;
 }
 
+/** An image a compose stack built: its session's alone, so no listing shows it (docs/compose.md). */
+function isStackBuilt(image: ImageSummary): boolean {
+  return image.labels[STACK_BUILD_LABEL] !== undefined || image.repoTags.some(isBuiltImageReference);
+}
+
 export class ImageCatalog {
   private readonly defaultImage: string;
 
@@ -100,7 +106,7 @@ export class ImageCatalog {
 
   /** Every tagged local image, one record per repository:tag, best rank first. */
   async list(): Promise<ImageRecord[]> {
-    const images = (await this.options.runtime.listImages()).filter((image) => this.tagsOf(image).length > 0);
+    const images = (await this.options.runtime.listImages()).filter((image) => this.tagsOf(image).length > 0 && !isStackBuilt(image));
     const records: ImageRecord[] = [];
     for (let i = 0; i < images.length; i += PROBE_CONCURRENCY) {
       const batch = await Promise.all(images.slice(i, i + PROBE_CONCURRENCY).map((image) => this.recordsOf(image)));
@@ -117,6 +123,7 @@ export class ImageCatalog {
     const info = await this.options.runtime.inspectImage(reference);
     if (!info) throw errors.notFound(`image "${reference}"`);
     const summary: ImageSummary = { id: info.id, repoTags: info.repoTags, size: info.size, labels: info.labels ?? {} };
+    if (isStackBuilt(summary) || isBuiltImageReference(reference)) throw errors.notFound(`image "${reference}"`);
     const repository = `${parsed.domain}/${parsed.path}`;
     return this.record(summary, repository, parsed.tag ?? '', name, reference);
   }

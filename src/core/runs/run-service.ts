@@ -290,14 +290,16 @@ export class RunService {
   }
 
   /** The session's stack for this run, up and ready; the engine's image checked when the stack built it. */
-  private async attachStack(accepted: AcceptedRun): Promise<{ stack: StackAttachment | undefined; engineBinary: string }> {
+  private async attachStack(accepted: AcceptedRun): Promise<{ stack: StackAttachment | undefined; engineBinary: string; plan: RunPlan }> {
     const environment = accepted.plan.container.environment;
-    if (!environment || !this.deps.stacks) return { stack: undefined, engineBinary: accepted.engineBinary };
-    const stack = await this.deps.stacks.acquire(accepted.session.sessionId, environment, accepted.phases, { ephemeral: !accepted.session.persistent });
+    if (!environment || !this.deps.stacks) return { stack: undefined, engineBinary: accepted.engineBinary, plan: accepted.plan };
+    const stack = await this.deps.stacks.acquire(accepted.session.sessionId, accepted.slot.owner, environment, accepted.phases, { ephemeral: !accepted.session.persistent });
     try {
-      if (environment.definition.agent.image.kind !== 'build') return { stack, engineBinary: accepted.engineBinary };
-      await this.deps.images.ensureRunnable(accepted.plan.container.image);
-      return { stack, engineBinary: await this.deps.images.engineBinary(accepted.plan.container.image) };
+      if (stack.agentImage === undefined) return { stack, engineBinary: accepted.engineBinary, plan: accepted.plan };
+      // The engine runs in the image this session's stack built (tagged for the session alone).
+      const plan: RunPlan = { ...accepted.plan, container: { ...accepted.plan.container, image: stack.agentImage } };
+      await this.deps.images.ensureRunnable(plan.container.image);
+      return { stack, engineBinary: await this.deps.images.engineBinary(plan.container.image), plan };
     } catch (error) {
       await stack.release();
       throw error;
@@ -327,12 +329,12 @@ export class RunService {
     let stack: StackAttachment | undefined;
     try {
       // A re-attached run's stack is up already (its container was started by the previous process).
-      const attached = container ? { stack: undefined, engineBinary: accepted.engineBinary } : await this.attachStack(accepted);
+      const attached = container ? { stack: undefined, engineBinary: accepted.engineBinary, plan: accepted.plan } : await this.attachStack(accepted);
       stack = attached.stack;
       // The run's own span is the parent of what the executor does (Podman calls) for this run.
       const runContext = {
         runId: accepted.runId,
-        plan: accepted.plan,
+        plan: attached.plan,
         session: accepted.session,
         phases,
         engineBinary: attached.engineBinary,

@@ -43,7 +43,7 @@ export async function validateEnvironment(
   try {
     const document = loadComposeDocument(text, envText === undefined ? new Map() : parseEnvFile(envText));
     const definition = await defineStack(document, {
-      policy: config.compose,
+      policy: { ...config.compose, maxMemoryBytes: config.agent.maxMemoryBytes, maxCpus: config.agent.maxCpus },
       agentService: environment.service,
       baseDir,
       resolveHostPath: (path, at) => resolve(path, `${FIELD} ${at}`),

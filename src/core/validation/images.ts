@@ -3,6 +3,7 @@
 // runtime adapter's (it inspects the image before creating the container).
 import { errors } from '../../errors.js';
 import { checkCharacters } from './text.js';
+import { isBuiltImageReference } from '../compose/stack-definition.js';
 
 export interface ImageReference {
   /** Registry host, with port if any: `docker.io`, `localhost`, `quay.io`, `registry.example:5000`. */
@@ -119,6 +120,10 @@ export function validateImage(image: string | undefined, policy: ImagePolicy, fi
   const parsed = parseImageReference(image);
   if ('error' in parsed) throw errors.invalid(`${field}: "${image}" is not a valid image reference: ${parsed.error}`);
   const normalised = formatImageReference(parsed);
+  // A stack's built image is its session's alone: the stack uses it by its own tag, never through a request.
+  if (isBuiltImageReference(image) || isBuiltImageReference(normalised)) {
+    throw errors.invalid(`${field}: "${image}" is an image Berth built for a compose stack; only that stack's session uses it`);
+  }
   if (normalised === defaultImage) return normalised;
   if (!imageMatchesPatterns(image, normalised, policy.allowedPatterns)) throw errors.imageNotAllowed(image, field);
   return normalised;

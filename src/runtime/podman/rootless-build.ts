@@ -1,0 +1,175 @@
+// A rootful Podman cannot give a build's steps a user namespace through its API here (Podman 4.3,
+// buildah 1.28): with `idmappingoptions` the steps do run as a mapped uid, but the working container's root
+// directory stays the host's root's, and the committed layers keep the HOST uids (700000000…), so the
+// image is broken for every mapped run. So a rootful Berth builds with rootless Podman as an unprivileged
+// system user (SERVICE_COMPOSE_BUILD_USER): root in a RUN step is that user, the rest of the step's ids
+// its subordinate range. Each build gets a sandbox of its own (context, storage, runtime directory) that is
+// removed afterwards together with every process of the build's user namespace: nothing outlives a build.
+// The images the build reads are copied in from the rootful store (oci-archive), the result copied back.
+import { execFile, spawn } from 'node:child_process';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { chmod, mkdir, mkdtemp, readFile, readdir, readlink, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { promisify } from 'node:util';
+import { extract as extractTar } from 'tar';
+import { BuildTimeoutError, RuntimeError, sandboxPrefix, type BuildOptions } from '../container-runtime.js';
+import type { PodmanClient } from './client.js';
+
+const exec = promisify(execFile);
+/** Subordinate ids of the build user, when Berth creates them: this many from the base it is given. */
+const SUBORDINATE_IDS = 65_536;
+
+export interface RootlessBuildRequest {
+  readonly options: BuildOptions;
+  /** The packed context (runtime/podman/image-build.ts). */
+  readonly tarPath: string;
+  /** The local images the Containerfile reads (normalised). */
+  readonly images: readonly string[];
+  /** First subordinate id given to the build user when Berth creates its range. */
+  readonly subordinateBase: number;
+  /** The end of the build's output as an error carries it. */
+  readonly tail: (output: string) => string;
+}
+
+let userReady: Promise<{ uid: number; gid: number }> | undefined;
+
+export async function buildRootless(client: PodmanClient, request: RootlessBuildRequest): Promise<void> {
+  const { options } = request;
+  userReady ??= ensureBuildUser(options.buildUser, request.subordinateBase);
+  const ids = await userReady.catch((error: unknown) => {
+    userReady = undefined;
+    throw error;
+  });
+  const sandbox = await mkdtemp(join(tmpdir(), sandboxPrefix(options)));
+  const paths = { context: join(sandbox, 'context'), storage: join(sandbox, 'storage'), run: join(sandbox, 'run'), home: join(sandbox, 'home') };
+  let timedOut = false;
+  let ended = false;
+  // At the limit every process of the build's namespace is killed, again until the build has ended (a
+  // step may be starting while the first kill runs), and no further step begins.
+  const killer = setTimeout(() => {
+    timedOut = true;
+    void (async () => {
+      while (!ended) {
+        await killNamespace(paths.run);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    })();
+  }, options.timeoutMs);
+  const step = async (args: readonly string[]) => {
+    if (timedOut) throw new BuildTimeoutError(options.timeoutMs);
+    return runPodman(options.buildUser, paths, args);
+  };
+  try {
+    for (const dir of Object.values(paths)) await mkdir(dir, { mode: 0o700 });
+    await extractTar({ file: request.tarPath, cwd: paths.context, preserveOwner: false });
+    await exec('chown', ['-R', `${ids.uid}:${ids.gid}`, sandbox]);
+    await chmod(sandbox, 0o711);
+    const podman = step;
+    for (const [index, image] of request.images.entries()) {
+      const archive = join(sandbox, `base-${index}.tar`);
+      await exportImage(client, image, archive);
+      await exec('chown', [`${ids.uid}:${ids.gid}`, archive]);
+      await podman(['load', '--quiet', '--input', archive]);
+      await rm(archive, { force: true });
+    }
+    const built = await podman(buildArguments(options, paths.context));
+    if (timedOut) throw new BuildTimeoutError(options.timeoutMs);
+    if (built.code !== 0) throw new RuntimeError(`the build failed (exit ${built.code}) (last output: ${request.tail(built.output)})`, false);
+    const result = join(sandbox, 'result.tar');
+    const saved = await podman(['save', '--quiet', '--format', 'oci-archive', '--output', result, options.tag]);
+    if (saved.code !== 0) throw new RuntimeError(`the built image could not be saved: ${request.tail(saved.output)}`, false);
+    await client.call('/images/load', { method: 'POST', body: createReadStream(result), contentType: 'application/x-tar' });
+  } catch (error) {
+    if (timedOut) throw new BuildTimeoutError(options.timeoutMs);
+    throw error;
+  } finally {
+    ended = true;
+    clearTimeout(killer);
+    await killNamespace(paths.run);
+    await rm(sandbox, { recursive: true, force: true });
+  }
+}
+
+function buildArguments(options: BuildOptions, context: string): string[] {
+  return [
+    'build', '--pull=never', '--network=none', '--layers=false', '--isolation=oci',
+    '--file', join(context, options.dockerfile),
+    '--tag', options.tag,
+    ...Object.entries(options.args).flatMap(([name, value]) => ['--build-arg', `${name}=${value}`]),
+    ...Object.entries(options.labels).flatMap(([name, value]) => ['--label', `${name}=${value}`]),
+    ...(options.target !== undefined ? ['--target', options.target] : []),
+    context,
+  ];
+}
+
+/** Rootless Podman as the build user, confined to the sandbox's storage and runtime directory. */
+function runPodman(user: string, paths: { storage: string; run: string; home: string }, args: readonly string[]): Promise<{ code: number; output: string }> {
+  const environment = [
+    `HOME=${paths.home}`,
+    `XDG_RUNTIME_DIR=${paths.run}`,
+    'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+    ...(process.env.CONTAINERS_CONF ? [`CONTAINERS_CONF=${process.env.CONTAINERS_CONF}`] : []),
+  ];
+  const global = ['--root', paths.storage, '--runroot', paths.run, '--storage-driver', 'vfs', '--cgroup-manager', 'cgroupfs', '--events-backend', 'file'];
+  return new Promise((resolve, reject) => {
+    const child = spawn('runuser', ['-u', user, '--', 'env', '-i', ...environment, 'podman', ...global, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: paths.home,
+    });
+    // Only the end is ever shown; keep a bounded window of the output.
+    let output = '';
+    const keep = (chunk: Buffer) => {
+      output = (output + chunk.toString('utf8')).slice(-16_384);
+    };
+    child.stdout!.on('data', keep);
+    child.stderr!.on('data', keep);
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code: code ?? 1, output }));
+  });
+}
+
+async function exportImage(client: PodmanClient, image: string, file: string): Promise<void> {
+  const response = await client.request(`/images/${encodeURIComponent(image)}/get`, { query: { format: 'oci-archive' } });
+  await pipeline(response.body, createWriteStream(file, { mode: 0o600 }));
+}
+
+/**
+ * Kills every process in the build's user namespace (rootless Podman keeps it alive with a pause process
+ * whose pid it writes under the runtime directory): the build's steps, its Podman, the pause process.
+ */
+async function killNamespace(runDir: string): Promise<void> {
+  const pause = Number((await readFile(join(runDir, 'libpod', 'tmp', 'pause.pid'), 'utf8').catch(() => '')).trim());
+  if (!Number.isInteger(pause) || pause <= 1) return;
+  const namespace = await readlink(`/proc/${pause}/ns/user`).catch(() => undefined);
+  if (namespace === undefined) return;
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    if ((await readlink(`/proc/${entry}/ns/user`).catch(() => undefined)) !== namespace) continue;
+    try {
+      process.kill(Number(entry), 'SIGKILL');
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+}
+
+/** The build user, created (a system user without a home or shell) with a subordinate id range when missing. */
+async function ensureBuildUser(user: string, subordinateBase: number): Promise<{ uid: number; gid: number }> {
+  if (!/^[a-z_][a-z0-9_-]{0,31}$/.test(user)) throw new RuntimeError(`"${user}" is not a valid name for the build user`, false);
+  const idOf = async (flag: '-u' | '-g') => Number((await exec('id', [flag, user])).stdout.trim());
+  try {
+    await idOf('-u');
+  } catch {
+    await exec('useradd', ['--system', '--no-create-home', '--home-dir', '/nonexistent', '--shell', '/usr/sbin/nologin', user]);
+  }
+  const uid = await idOf('-u');
+  const gid = await idOf('-g');
+  const has = async (file: string) => (await readFile(file, 'utf8').catch(() => '')).split('\n').some((line) => line.startsWith(`${user}:`) || line.startsWith(`${uid}:`));
+  if (!(await has('/etc/subuid')) || !(await has('/etc/subgid'))) {
+    const range = `${subordinateBase}-${subordinateBase + SUBORDINATE_IDS - 1}`;
+    await exec('usermod', ['--add-subuids', range, '--add-subgids', range, user]);
+  }
+  return { uid, gid };
+}
