@@ -66,6 +66,8 @@ export interface Config {
     readonly pidsLimit: number;
     /** First host uid/gid of the user namespace agent containers run in (container id N is host id base + N). */
     readonly usernsBase: number;
+    /** Largest log Podman keeps of any container Berth creates (older output is dropped beyond it). */
+    readonly logMaxBytes: number;
     /** Whether volume options z/Z (SELinux relabelling of host files) are accepted. */
     readonly allowRelabel: boolean;
   };
@@ -146,6 +148,8 @@ export interface Config {
     readonly idleTickMs: number;
     /** How long an exited agent's record (and its exit_error) stays readable. */
     readonly exitedRetentionMs: number;
+    /** How long a turn may wait for the engine to read it before the agent is stopped. */
+    readonly sendTimeoutMs: number;
   };
   readonly webhooks: {
     readonly signingSecret: string;
@@ -440,6 +444,7 @@ export function loadConfig(env: Env = process.env): Config {
       pidsLimit: read.int('SERVICE_AGENT_PIDS_LIMIT', 512, 16, 1_000_000),
       // Above the subordinate ranges useradd hands out (100000–600100000), below 2^31 minus the range.
       usernsBase: read.int('SERVICE_AGENT_USERNS_BASE', 700_000_000, 65_536, 2_147_483_647 - USERNS_SIZE),
+      logMaxBytes: read.memory('SERVICE_CONTAINER_LOG_MAX_BYTES', '16m'),
     },
     engine: {
       baseUrl: read.optional('SERVICE_ENGINE_BASE_URL'),
@@ -488,6 +493,7 @@ export function loadConfig(env: Env = process.env): Config {
       defaultIdleTimeoutSeconds: Math.max(1, Math.round(read.duration('SERVICE_AGENT_IDLE_TIMEOUT', '30m') / 1000)),
       idleTickMs: Math.max(10, read.duration('SERVICE_AGENT_IDLE_TICK', '30s')),
       exitedRetentionMs: read.duration('SERVICE_AGENT_EXITED_RETENTION', '5m'),
+      sendTimeoutMs: Math.max(100, read.duration('SERVICE_AGENT_SEND_TIMEOUT', '30s')),
     },
     webhooks: {
       signingSecret: read.string('SERVICE_WEBHOOK_SIGNING_SECRET', ''),
@@ -539,6 +545,10 @@ export function loadConfig(env: Env = process.env): Config {
   }
   for (const volume of config.agent.allowedVolumes) {
     if (!volume.startsWith('/')) throw new ConfigError('SERVICE_AGENT_ALLOWED_VOLUMES', `"${volume}" is not an absolute path`);
+  }
+  // conmon refuses a log cap under 8 KiB; 64 KiB keeps a few of the engine's lines.
+  if (config.agent.logMaxBytes < 64 * 1024) {
+    throw new ConfigError('SERVICE_CONTAINER_LOG_MAX_BYTES', `"${read.optional('SERVICE_CONTAINER_LOG_MAX_BYTES')}" is below the minimum of 64k`);
   }
   return deepFreeze(config);
 }

@@ -48,6 +48,7 @@ export const ERROR_STATUS = {
   BERTH_ERR_STACK_FAILED: 500,
   BERTH_ERR_STREAMS_AT_CAPACITY: 503,
   BERTH_ERR_CONSOLE_NOT_BUILT: 503,
+  BERTH_ERR_AGENT_SEND_TIMEOUT: 504,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
@@ -134,6 +135,11 @@ export const errors = {
   agentNotReady: (id: string) =>
     new BerthError('BERTH_ERR_AGENT_NOT_READY', `agent ${id} is still starting; retry when its status is idle`),
   agentSpawnFailed: (why: string) => new BerthError('BERTH_ERR_AGENT_SPAWN_FAILED', `agent spawn failed: ${why}`),
+  agentSendTimeout: (id: string, timeout: string) =>
+    new BerthError(
+      'BERTH_ERR_AGENT_SEND_TIMEOUT',
+      `agent ${id} did not take the turn within ${timeout} (SERVICE_AGENT_SEND_TIMEOUT): its engine is not reading its input (stopped or stuck); the agent was stopped, spawn a new one`,
+    ),
   imagePullFailed: (image: string, why: string) =>
     new BerthError('BERTH_ERR_IMAGE_PULL_FAILED', `pulling image "${image}" failed: ${why}`),
   imageSearchFailed: (term: string, why: string) =>

@@ -111,7 +111,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     }
     const client = new PodmanClient(socketPath);
     cleanups.push(() => client.close());
-    const podman = new PodmanRuntime(client, (details, message) => logger.warn(details, message));
+    const podman = new PodmanRuntime(client, (details, message) => logger.warn(details, message), config.agent.logMaxBytes);
     // Core services get the runtime whose unreachable-Podman errors are already Berth's 503.
     const runtime = withTranslatedErrors(podman);
     await runtime.ping();
@@ -347,6 +347,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       defaultIdleTimeoutSeconds: config.agents.defaultIdleTimeoutSeconds,
       idleTickMs: config.agents.idleTickMs,
       exitedRetentionMs: config.agents.exitedRetentionMs,
+      sendTimeoutMs: config.agents.sendTimeoutMs,
       maxPromptBytes: config.maxPromptBytes,
       maxSubscribers: config.agents.maxSubscribers,
       log: logger,

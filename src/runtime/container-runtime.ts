@@ -204,6 +204,12 @@ export interface LabelledObject {
 }
 
 /** A started-or-created container's standard streams, attached over one connection. */
+/** Narrows a log tail: lines logged from `sinceMs` on (epoch ms), and at most `maxBytes` of them (the first ones). */
+export interface LogTailOptions {
+  readonly sinceMs?: number;
+  readonly maxBytes?: number;
+}
+
 export interface AttachedContainer {
   /** The container's stdin; end() closes it (the process reads EOF). */
   readonly stdin: NodeJS.WritableStream;
@@ -352,7 +358,7 @@ export interface ContainerRuntime {
   /** Runs the container's healthcheck once, now, and answers the status it leaves. */
   runHealthcheck(id: string): Promise<HealthStatus>;
   /** The last `lines` lines of the container's stdout and stderr. */
-  logTail(id: string, lines: number): Promise<string>;
+  logTail(id: string, lines: number, options?: LogTailOptions): Promise<string>;
   /** Builds an image from a context directory; rejects with the build's own error, or BuildTimeoutError. */
   buildImage(options: BuildOptions): Promise<string>;
   /** Removes an image; false when it is still used by a container (it is then kept). */

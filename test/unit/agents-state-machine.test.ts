@@ -21,7 +21,9 @@ function makeAgent(options: { firstPrompt?: string; idleTimeoutSeconds?: number;
     idleTimeoutSeconds: options.idleTimeoutSeconds ?? 60,
     idleTimeoutDisabled: options.disabled ?? false,
     ...(options.firstPrompt !== undefined ? { firstPrompt: options.firstPrompt } : {}),
-    write: (l) => written.push(l),
+    write: async (l) => {
+      written.push(l);
+    },
     now: () => clock,
     newTurnId: () => `turn-${++turns}`,
   });
@@ -55,8 +57,8 @@ test('the readiness answer is not forwarded as output', async () => {
 test('a send writes one stream-json line, emits turn_start and moves to generating; a second send gets 409', () => {
   const { agent, written } = makeAgent();
   agent.stdout(READY);
-  const turnId = agent.send('hello');
-  assert.equal(turnId, 'turn-1');
+  const turn = agent.send('hello');
+  assert.equal(turn.id, 'turn-1');
   assert.equal(agent.status, 'generating');
   assert.deepEqual(written, [turnLine('hello')]);
   assert.deepEqual(JSON.parse(written[0]!), { type: 'user', message: { role: 'user', content: 'hello' } });
@@ -106,6 +108,30 @@ test('a first prompt is sent as soon as the engine is ready', () => {
   agent.stdout(READY);
   assert.equal(agent.status, 'generating');
   assert.deepEqual(written, [turnLine('first')]);
+});
+
+test('a turn the engine does not take: its delivery rejects and an error event of its turn says why; the turn stays in progress until the agent ends', async () => {
+  const agent = new Agent({
+    id: 'agent-1', sessionId: 'session-1', idleTimeoutSeconds: 60, idleTimeoutDisabled: false,
+    write: () => Promise.reject(new Error('agent agent-1 did not take the turn within 30s')),
+    newTurnId: () => 'turn-1',
+  });
+  const received: AgentEvent[] = [];
+  const reading = (async () => {
+    for await (const event of agent.subscribe()) received.push(event);
+  })();
+  agent.stdout(READY);
+  const turn = agent.send('hello');
+  assert.equal(turn.id, 'turn-1');
+  await assert.rejects(turn.delivered, /did not take the turn within 30s/);
+  assert.equal(agent.status, 'generating', 'a second turn is not written behind a partial one');
+  assert.throws(() => agent.send('again'), (e) => statusOf(e) === 409);
+  agent.exit('agent: stopped');
+  await reading;
+  assert.deepEqual(received.map((e) => [e.type, e.turn_id, e.content]).slice(0, 2), [
+    ['turn_start', 'turn-1', undefined],
+    ['error', 'turn-1', 'could not send the turn to the engine: agent agent-1 did not take the turn within 30s'],
+  ]);
 });
 
 test('stderr lines become error events', async () => {

@@ -21,7 +21,7 @@ function setup(agentOptions: { idleTimeoutSeconds: number; disabled?: boolean })
   };
   const agent = new Agent({
     id: 'agent-1', sessionId: 's', idleTimeoutSeconds: agentOptions.idleTimeoutSeconds, idleTimeoutDisabled: agentOptions.disabled ?? false,
-    write: () => undefined, now,
+    write: async () => undefined, now,
   });
   const agents = [agent];
   const watchdog = new IdleWatchdog(

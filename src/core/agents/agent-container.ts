@@ -9,6 +9,7 @@ import { engineContainer, type EngineContainerSettings } from '../runs/engine-co
 import { LineReader, type ReadLine } from './line-reader.js';
 import type { PooledEngine } from '../pool/engine-pool.js';
 import { attachAgent, createTurnsFifo } from './agent-attachment.js';
+import { writeWithin } from './turns-input.js';
 import { containerAfterOutage, DeliveredOutput } from '../runtime-outage.js';
 import { isRuntimeUnreachable } from '../runtime-errors.js';
 
@@ -81,10 +82,13 @@ export class AgentContainer {
     return new AgentContainer(deps, engine.containerId, engine.runId, engine.attached, engine.session);
   }
 
-  /** One line on the engine's input (its turns FIFO). */
-  write(line: string): void {
+  /**
+   * One line on the engine's input (its turns FIFO): resolves once the engine has it, rejects with
+   * TurnNotTaken when it has not read it within `timeoutMs` (turns-input.ts).
+   */
+  async write(line: string, timeoutMs: number): Promise<void> {
     if (!this.attached.stdin.writable) throw new Error('the engine\'s stdin is closed');
-    this.attached.stdin.write(`${line}\n`);
+    await writeWithin(this.attached.stdin, `${line}\n`, timeoutMs);
   }
 
   /** Feeds the sink until the engine has exited, then removes the container and releases the session. */

@@ -4,10 +4,10 @@
 // no process followed it (its result line is then in the container's log).
 import type { Logger } from 'pino';
 import type { PreparedSession } from '../sessions/session-store.js';
-import type { ContainerRuntime } from '../../runtime/container-runtime.js';
+import type { AttachedContainer } from '../../runtime/container-runtime.js';
 import type { AgentRecord } from '../../store/agents/agent-store.js';
 import { AgentContainer, type AgentContainerDependencies } from './agent-container.js';
-import { turnResultOf } from './agent.js';
+import { turnResultOf, type TurnResult } from './agent.js';
 import { attachAgent } from './agent-attachment.js';
 import { renumberedOutput } from '../pool/renumbered-output.js';
 
@@ -30,8 +30,14 @@ export type FoundAgent =
     }
   | { readonly kind: 'gone'; readonly exitError: string };
 
-/** Largest log Berth reads to count an agent's result lines. */
-const LOG_LINES = 1_000_000;
+/**
+ * What Berth reads of an agent's log at a restart: only when a turn was in progress, only what was logged
+ * since that turn started (no turn can start while no process follows the agent, so at most its result
+ * line and the lines before it), and at most this much of it. The engine prints nothing after a result
+ * line until its next turn, so that line is among the last ones.
+ */
+export const RESTORE_LOG_LINES = 1_000;
+export const RESTORE_LOG_BYTES = 16 * 1024 * 1024;
 
 export async function findAgentAgain(deps: RestoreDependencies, record: AgentRecord): Promise<FoundAgent> {
   const { runtime } = deps.container;
@@ -56,26 +62,37 @@ export async function findAgentAgain(deps: RestoreDependencies, record: AgentRec
   // Attached before the log is read: a result line printed in between is in the log, and also arrives live,
   // where an idle agent ignores it for its turn count.
   // A warmed engine's output is renumbered as when it was claimed (core/pool/renumbered-output.ts).
-  const live = await attachAgent(runtime, deps.container.inputs, state.id, record.inputsId);
-  const attached = { ...live, output: renumberedOutput(live.output, record.warmUpResults) };
-  let results: ReturnType<typeof turnResultOf>[] = [];
+  let live: AttachedContainer;
   try {
-    const log = await runtime.logTail(state.id, LOG_LINES);
-    // The log starts with the engine's start: a pooled engine's warm-up result there is no turn.
-    results = log.split('\n').map((text) => turnResultOf({ kind: 'line', text })).filter((result) => result !== undefined).slice(record.warmUpResults);
+    live = await attachAgent(runtime, deps.container.inputs, state.id, record.inputsId);
   } catch (error) {
-    deps.log.warn({ err: error, agentId: record.id }, 'an agent\'s log could not be read; its turn in progress is taken as still running');
+    await runtime.removeContainer(state.id).catch(() => undefined);
+    await deps.container.inputs.remove(record.inputsId).catch(() => undefined);
+    await session.release().catch(() => undefined);
+    return { kind: 'gone', exitError: `agent: it could not be attached again after the restart (${(error as Error).message}); the agent was stopped` };
   }
-  const endedWhileDown = Math.max(0, results.length - record.turnsEnded);
-  const completedWhileDown = results.slice(record.turnsEnded).filter((result) => result && !result.failed).length;
+  const attached = { ...live, output: renumberedOutput(live.output, record.warmUpResults) };
+  const ended = record.currentTurn === null ? undefined : await turnEndedWhileDown(deps, record, state.id);
   const container = AgentContainer.resume(deps.container, state.id, record.inputsId, attached, session);
   return {
     kind: 'running',
     container,
-    turnsEnded: record.turnsEnded + endedWhileDown,
-    turnsCompleted: record.turnsCompleted + completedWhileDown,
-    currentTurn: endedWhileDown > 0 ? undefined : (record.currentTurn ?? undefined),
+    turnsEnded: record.turnsEnded + (ended ? 1 : 0),
+    turnsCompleted: record.turnsCompleted + (ended && !ended.failed ? 1 : 0),
+    currentTurn: ended ? undefined : (record.currentTurn ?? undefined),
   };
+}
+
+/** How the turn in progress at the restart ended while no process followed it, if it did (a bounded read). */
+async function turnEndedWhileDown(deps: RestoreDependencies, record: AgentRecord, containerId: string): Promise<TurnResult | undefined> {
+  try {
+    // The record's last activity is the turn's start: whatever the engine printed before it is not read.
+    const log = await deps.container.runtime.logTail(containerId, RESTORE_LOG_LINES, { sinceMs: Date.parse(record.lastActivityAt), maxBytes: RESTORE_LOG_BYTES });
+    return log.split('\n').map((text) => turnResultOf({ kind: 'line', text })).find((result) => result !== undefined);
+  } catch (error) {
+    deps.log.warn({ err: error, agentId: record.id }, 'an agent\'s log could not be read; its turn in progress is taken as still running');
+    return undefined;
+  }
 }
 
 /** An agent whose engine exited while the service was down: its session gets what the engine wrote. */

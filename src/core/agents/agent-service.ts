@@ -17,6 +17,8 @@ import { IdleWatchdog, type Timers } from './watchdog.js';
 import { findAgentAgain, type RestoreDependencies } from './agent-restore.js';
 import type { AgentRecord, AgentStore } from '../../store/agents/agent-store.js';
 import { RunSlot, type ContainerSlots } from '../runs/container-slots.js';
+import { TurnNotTaken } from './turns-input.js';
+import { formatDuration } from '../../units.js';
 
 /** How long an exited agent stays listed across restarts (until DELETE otherwise). */
 const EXITED_AGENT_RETENTION_MS = 24 * 3_600_000;
@@ -43,6 +45,8 @@ export interface AgentServiceDependencies {
   readonly idleTickMs: number;
   readonly exitedRetentionMs: number;
   readonly maxPromptBytes: number;
+  /** How long a turn may wait for the engine to read it (SERVICE_AGENT_SEND_TIMEOUT); then the agent is stopped. */
+  readonly sendTimeoutMs: number;
   /** Event streams per agent (SERVICE_AGENT_MAX_SUBSCRIBERS). */
   readonly maxSubscribers: number;
   readonly log: Logger;
@@ -130,7 +134,7 @@ export class AgentService {
       idleTimeoutSeconds,
       idleTimeoutDisabled: disabled,
       ...(request.prompt !== undefined ? { firstPrompt: accepted.plan.prompt } : {}),
-      write: (line) => container.write(line),
+      write: (line) => this.deliver(agentId, container, line),
       now: this.deps.now,
       onStatus: () => this.statusChanged(agentId),
       maxSubscribers: this.deps.maxSubscribers,
@@ -159,14 +163,9 @@ export class AgentService {
     }
     this.deps.log.info({ agentId, sessionId: session.sessionId, containerId: container.containerId, pooled: accepted.pooled !== undefined }, 'agent spawned');
     // A pooled engine answered its initialize request while it waited; a new one is asked now.
+    // An engine gone already ends the agent by its exit; one that does not read is stopped by deliver().
     if (accepted.pooled) agent.markReady();
-    else {
-      try {
-        container.write(READY_REQUEST);
-      } catch {
-        // The engine is already gone; its exit ends the agent.
-      }
-    }
+    else this.deliver(agentId, container, READY_REQUEST).catch(() => undefined);
     return agent.snapshot();
   }
 
@@ -184,7 +183,7 @@ export class AgentService {
     // or the retention passes: a client that comes back learns why its agent is gone.
     for (const record of store.exited()) {
       const exited = { reason: record.exitError ?? 'agent: the engine exited', atMs: Date.parse(record.exitedAt ?? record.lastActivityAt) };
-      const agent = this.restoredAgent(record, { turnsCompleted: record.turnsCompleted, turnsEnded: record.turnsEnded, currentTurn: undefined, exited }, () => undefined);
+      const agent = this.restoredAgent(record, { turnsCompleted: record.turnsCompleted, turnsEnded: record.turnsEnded, currentTurn: undefined, exited }, () => Promise.reject(new Error('the agent has exited')));
       this.entries.set(record.id, { agent, container: undefined, ended: Promise.resolve(), owner: record.owner });
     }
     let resumed = 0;
@@ -197,7 +196,7 @@ export class AgentService {
         found.kind === 'running'
           ? { turnsCompleted: found.turnsCompleted, turnsEnded: found.turnsEnded, currentTurn: found.currentTurn }
           : { turnsCompleted: record.turnsCompleted, turnsEnded: record.turnsEnded, currentTurn: undefined },
-        (line) => (found.kind === 'running' ? found.container.write(line) : undefined),
+        (line) => (found.kind === 'running' ? this.deliver(record.id, found.container, line) : Promise.reject(new Error('the agent is gone'))),
       );
       if (found.kind === 'gone') {
         this.entries.set(record.id, { agent, container: undefined, ended: Promise.resolve(), owner: record.owner });
@@ -221,7 +220,7 @@ export class AgentService {
   }
 
   /** An agent of a previous process, with its record's options and the progress found for it. */
-  private restoredAgent(record: AgentRecord, progress: Pick<NonNullable<AgentOptions['restored']>, 'turnsCompleted' | 'turnsEnded' | 'currentTurn' | 'exited'>, write: (line: string) => void): Agent {
+  private restoredAgent(record: AgentRecord, progress: Pick<NonNullable<AgentOptions['restored']>, 'turnsCompleted' | 'turnsEnded' | 'currentTurn' | 'exited'>, write: AgentOptions['write']): Agent {
     return new Agent({
       id: record.id,
       sessionId: record.sessionId,
@@ -245,11 +244,34 @@ export class AgentService {
     return this.entry(id, caller).agent.snapshot();
   }
 
-  send(id: string, prompt: string, caller: Caller): { turn_id: string } {
+  /** Answers once the engine has the turn; a turn it does not read in time is a 504, and the agent is stopped. */
+  async send(id: string, prompt: string, caller: Caller): Promise<{ turn_id: string }> {
     const { agent } = this.entry(id, caller);
     if (this.refusingTurns) throw errors.shuttingDown();
     const text = checkPrompt(prompt, this.deps.maxPromptBytes);
-    return { turn_id: agent.send(text) };
+    const turn = agent.send(text);
+    await turn.delivered;
+    return { turn_id: turn.id };
+  }
+
+  /**
+   * Writes one line to an agent's engine. An engine that does not read it within SERVICE_AGENT_SEND_TIMEOUT
+   * is stopped or stuck (code in its container can SIGSTOP or ptrace it): the agent is stopped with an
+   * exit_error saying so, and the send fails with a 504. An input already closed means the engine is
+   * ending: its exit ends the agent, the send is a 410.
+   */
+  private async deliver(agentId: string, container: AgentContainer, line: string): Promise<void> {
+    try {
+      await container.write(line, this.deps.sendTimeoutMs);
+    } catch (error) {
+      if (error instanceof TurnNotTaken) {
+        const timeout = formatDuration(error.timeoutMs);
+        this.deps.log.warn({ agentId, timeout }, 'an agent\'s engine did not read its input in time; stopping the agent');
+        void this.stopEntry(agentId, EXIT_REASONS.sendTimeout(timeout));
+        throw errors.agentSendTimeout(agentId, timeout);
+      }
+      throw errors.agentExited(agentId, `its engine's input is closed: ${(error as Error).message}`);
+    }
   }
 
   subscribe(id: string, caller: Caller): Subscription {

@@ -37,4 +37,6 @@ export const EXIT_REASONS = {
   deleted: 'agent: stopped by DELETE /agents/:id',
   shutdown: 'agent: stopped because the service is shutting down',
   startTimeout: 'agent: the engine did not become ready in time',
+  sendTimeout: (timeout: string) =>
+    `agent: the engine did not read its turn within ${timeout} (SERVICE_AGENT_SEND_TIMEOUT): it is stopped or stuck (e.g. by code in its container); the agent was stopped`,
 } as const;

@@ -17,8 +17,8 @@ export interface AgentOptions {
   readonly idleTimeoutDisabled: boolean;
   /** Sent as the first turn as soon as the engine is ready. */
   readonly firstPrompt?: string;
-  /** Writes one line to the engine's stdin. */
-  readonly write: (line: string) => void;
+  /** Writes one line to the engine's stdin; settles when the engine has it (or it failed, or timed out). */
+  readonly write: (line: string) => Promise<void>;
   readonly now?: () => number;
   readonly newTurnId?: () => string;
   readonly subscriberBuffer?: number;
@@ -52,7 +52,13 @@ export interface AgentProgressView {
   readonly exitedAt: string | null;
 }
 
-type TurnResult = { readonly failed: false } | { readonly failed: true; readonly message: string };
+/** A turn the agent accepted: its id at once, and whether the engine got it (rejects when not). */
+export interface AcceptedTurn {
+  readonly id: string;
+  readonly delivered: Promise<void>;
+}
+
+export type TurnResult = { readonly failed: false } | { readonly failed: true; readonly message: string };
 
 /** Whether a stdout line is the engine's end-of-turn `result` line, and how the turn ended. */
 export function turnResultOf(line: ReadLine): TurnResult | undefined {
@@ -167,8 +173,13 @@ export class Agent {
     return subscription;
   }
 
-  /** Accepts a turn, or refuses it by status: 503 starting, 409 generating, 410 exited. */
-  send(prompt: string): string {
+  /**
+   * Accepts a turn, or refuses it by status: 503 starting, 409 generating, 410 exited. The agent is
+   * generating from here; `delivered` says whether the engine got the turn. When it did not (its input
+   * closed because it is ending, or not read in time), an error event says so, and the agent ends by the
+   * engine's exit or by whoever gave `write` (the service stops an engine that does not read).
+   */
+  send(prompt: string): AcceptedTurn {
     this.checkCanSend();
     const turnId = this.newTurnId();
     this.currentTurn = turnId;
@@ -176,13 +187,17 @@ export class Agent {
     this.lastActivityMs = this.now();
     this.setStatus('generating');
     this.emit('turn_start');
+    let writing: Promise<void>;
     try {
-      this.options.write(turnLine(prompt));
+      writing = this.options.write(turnLine(prompt));
     } catch (error) {
-      // The engine's stdin is gone: the process is ending, and its exit will end the agent.
-      this.emit('error', `could not send the turn to the engine: ${(error as Error).message}`);
+      writing = Promise.reject(error);
     }
-    return turnId;
+    const delivered = writing.catch((error: unknown) => {
+      if (this.statusValue !== 'exited') this.emit('error', `could not send the turn to the engine: ${(error as Error).message}`);
+      throw error;
+    });
+    return { id: turnId, delivered };
   }
 
   checkCanSend(): void {
@@ -219,7 +234,8 @@ export class Agent {
   markReady(): void {
     if (this.statusValue !== 'starting') return;
     this.setStatus('idle');
-    if (this.options.firstPrompt !== undefined) this.send(this.options.firstPrompt);
+    // Nobody waits for the first turn's delivery: a failure is an error event, and the agent's end.
+    if (this.options.firstPrompt !== undefined) this.send(this.options.firstPrompt).delivered.catch(() => undefined);
   }
 
   stderr(line: ReadLine): void {

@@ -148,14 +148,14 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDepend
     {
       schema: {
         tags: ['agents'],
-        summary: 'Send a turn; answers at once, the output arrives on the stream',
+        summary: 'Send a turn; answers once the engine has it, the output arrives on the stream',
         params: IdParams,
         body: withExample(SendBodySchema, { prompt: 'Now run the whole test suite' }),
         response: {
           200: withExample(Type.Object({ turn_id: Type.String({ description: 'prefix turn-; the turn\'s events carry it' }) }), {
             turn_id: 'turn-9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a',
           }),
-          ...errorResponses(400, 401, agentNotFound, errors.agentBusy('<id>'), errors.agentExited('<id>', '<exit_error>'), 413, 429, errors.agentNotReady('<id>')),
+          ...errorResponses(400, 401, agentNotFound, errors.agentBusy('<id>'), errors.agentExited('<id>', '<exit_error>'), 413, 429, errors.agentNotReady('<id>'), errors.agentSendTimeout('<id>', '<SERVICE_AGENT_SEND_TIMEOUT>')),
         },
       },
     },

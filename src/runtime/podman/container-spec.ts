@@ -85,6 +85,15 @@ export function toServiceSpecGenerator(spec: ServiceContainerSpec): Record<strin
   };
 }
 
+/**
+ * A container's log, capped: conmon starts the file afresh when the next line would pass `maxBytes`, so
+ * output the engine or a service floods is bounded on disk and in what Berth reads back. k8s-file
+ * explicitly: journald would ignore the cap.
+ */
+export function logConfiguration(maxBytes: number | undefined): Record<string, unknown> {
+  return maxBytes === undefined ? {} : { log_configuration: { driver: 'k8s-file', size: maxBytes } };
+}
+
 function bindMount(mount: BindMount): Record<string, unknown> {
   return {
     Type: 'bind',

@@ -15,11 +15,11 @@ import type {
   PullOptions,
   RegistrySearchResult,
 } from '../container-runtime.js';
-import type { BuildOptions, HealthStatus, LabelledObject, ServiceContainerSpec } from '../container-runtime.js';
+import type { BuildOptions, HealthStatus, LabelledObject, LogTailOptions, ServiceContainerSpec } from '../container-runtime.js';
 import { PROBE_LABEL, RegistryError, RuntimeError } from '../container-runtime.js';
 import { buildImage } from './image-build.js';
 import { PodmanApiError, PodmanClient } from './client.js';
-import { toServiceSpecGenerator, toSpecGenerator } from './container-spec.js';
+import { logConfiguration, toServiceSpecGenerator, toSpecGenerator } from './container-spec.js';
 import { demultiplex } from './multiplexed-stream.js';
 import { isRegistryNotFound, readPullStream } from './pull-stream.js';
 import { kernelLoggedOomKill } from '../kernel-oom-log.js';
@@ -83,6 +83,8 @@ export class PodmanRuntime implements ContainerRuntime {
   constructor(
     private readonly client: PodmanClient,
     warn: (details: Record<string, unknown>, message: string) => void = () => undefined,
+    /** Every container's log is capped at this size (SERVICE_CONTAINER_LOG_MAX_BYTES); undefined: Podman's default. */
+    private readonly logMaxBytes?: number,
   ) {
     this.bridges = new BridgeAddresses({
       interfaceOf: async (network) => {
@@ -98,7 +100,7 @@ export class PodmanRuntime implements ContainerRuntime {
   }
 
   async createContainer(spec: ContainerSpec): Promise<string> {
-    const created = await this.client.json<{ Id: string }>('/containers/create', { method: 'POST', json: toSpecGenerator(spec) });
+    const created = await this.client.json<{ Id: string }>('/containers/create', { method: 'POST', json: { ...toSpecGenerator(spec), ...logConfiguration(this.logMaxBytes) } });
     const networks = joinedNetworks(spec.network, spec.stackNetwork?.name);
     if (networks.length > 0) this.networksOf.set(created.Id, networks);
     return created.Id;
@@ -393,7 +395,7 @@ export class PodmanRuntime implements ContainerRuntime {
   }
 
   async createServiceContainer(spec: ServiceContainerSpec): Promise<string> {
-    const created = await this.client.json<{ Id: string }>('/containers/create', { method: 'POST', json: toServiceSpecGenerator(spec) });
+    const created = await this.client.json<{ Id: string }>('/containers/create', { method: 'POST', json: { ...toServiceSpecGenerator(spec), ...logConfiguration(this.logMaxBytes) } });
     const networks = spec.privileges.hostNetwork ? [] : joinedNetworks(spec.network?.name);
     if (networks.length > 0) this.networksOf.set(created.Id, networks);
     return created.Id;
@@ -407,11 +409,18 @@ export class PodmanRuntime implements ContainerRuntime {
     return status === 'healthy' || status === 'unhealthy' ? status : 'starting';
   }
 
-  async logTail(id: string, lines: number): Promise<string> {
-    const response = await this.client.request(`/containers/${id}/logs`, { query: { stdout: true, stderr: true, tail: lines } });
+  async logTail(id: string, lines: number, options: LogTailOptions = {}): Promise<string> {
+    const since = options.sinceMs === undefined ? {} : { since: new Date(options.sinceMs).toISOString() };
+    const response = await this.client.request(`/containers/${id}/logs`, { query: { stdout: true, stderr: true, tail: lines, ...since } });
     const chunks: Buffer[] = [];
-    for await (const chunk of demultiplex(response.body as AsyncIterable<Buffer>)) chunks.push(chunk.data);
-    return Buffer.concat(chunks).toString('utf8');
+    let bytes = 0;
+    for await (const chunk of demultiplex(response.body as AsyncIterable<Buffer>)) {
+      chunks.push(chunk.data);
+      bytes += chunk.data.length;
+      // Breaking out of the loop ends the response: the rest of the log is never read.
+      if (options.maxBytes !== undefined && bytes >= options.maxBytes) break;
+    }
+    return Buffer.concat(chunks).subarray(0, options.maxBytes).toString('utf8');
   }
 
   async buildImage(options: BuildOptions): Promise<string> {
