@@ -6,10 +6,13 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { readdir, readFile, statfs } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat, statfs } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { startTestBerth, type TestBerth } from '../support/berth.js';
+import { RunConfigDirs } from '../../src/core/sessions/run-config-dirs.js';
+import { LoopDisks } from '../../src/runtime/run-disk.js';
 
 const exec = promisify(execFile);
 const GIB = 1024 ** 3;
@@ -18,6 +21,13 @@ const GIB = 1024 ** 3;
 async function hostFree(path: string): Promise<number> {
   const stats = await statfs(path);
   return stats.bavail * stats.bsize;
+}
+
+/** Host bytes taken by the largest run disk image under `runs` now (allocated blocks, not the sparse size). */
+async function largestDiskImage(runs: string): Promise<number> {
+  const images = (await readdir(runs).catch(() => [] as string[])).filter((name) => name.endsWith('.disk'));
+  const sizes = await Promise.all(images.map((name) => stat(join(runs, name)).then((info) => info.blocks * 512, () => 0)));
+  return Math.max(0, ...sizes);
 }
 
 /** Mounts and loop devices under the test Berth's directory (its run disks), as the host sees them. */
@@ -44,8 +54,11 @@ describe('bounded disk', () => {
     const elsewhere = ['/big', '/etc/big', '/run/big', '/home/agent/big'].map((path) => `run: dd if=/dev/zero of=${path} bs=1M count=10 2>&1 | grep -o "Read-only file system" | head -1`);
     const before = await hostFree(t.dir);
     let lowest = before;
+    let largestImage = 0;
+    const runs = join(t.config.agent.sessionsDir, '.runs');
     const sampling = setInterval(() => {
       void hostFree(t.dir).then((free) => (lowest = Math.min(lowest, free)));
+      void largestDiskImage(runs).then((bytes) => (largestImage = Math.max(largestImage, bytes)));
     }, 100);
     let run;
     try {
@@ -62,8 +75,12 @@ describe('bounded disk', () => {
       assert.ok(written > 800 && written <= 1024, `${place}: ${written} MiB written (${output})`);
     }
     assert.equal(output.match(/Read-only file system/g)?.length, 4, output);
+    // What the run took of the host's disk: its disk image, never more than the 1 GiB asked for.
+    assert.ok(largestImage > 0.8 * GIB && largestImage <= 1.01 * GIB, `the run's disk image took ${(largestImage / GIB).toFixed(2)} GiB of the host`);
+    // The host's free space as a whole: other processes on this host write too (a margin for them), but
+    // without the limit this run alone takes 3 GB.
     const dropped = before - lowest;
-    assert.ok(dropped < 1.1 * GIB, `the host's free space dropped by ${(dropped / GIB).toFixed(2)} GiB`);
+    assert.ok(dropped < 1.5 * GIB, `the host's free space dropped by ${(dropped / GIB).toFixed(2)} GiB`);
   });
 
   test('a default run works and writes its workdir; an over-max or malformed disk is a 400 naming container.disk', async () => {
@@ -80,6 +97,10 @@ describe('bounded disk', () => {
     const job = await t.request('POST', '/run/async', { prompt: 'say: hi', container: { disk: '5g' } });
     assert.equal(job.status, 400);
     assert.match(job.body.error, /^container\.disk: .*SERVICE_AGENT_MAX_DISK/);
+    // A run that times out while it writes releases its disk as every run does (checked once Berth stops).
+    const late = await t.request('POST', '/run', { prompt: 'run: dd if=/dev/zero of=/tmp/slow bs=1M count=50 && sleep 30', container: { timeout: '3s', disk: '256m' } });
+    assert.equal(late.status, 500);
+    assert.match(late.body.error, /timed out/);
   });
 
   test('nothing of any run disk is left once Berth stops (pooled engines\' included): no mount, no loop device, no image', async () => {
@@ -88,5 +109,30 @@ describe('bounded disk', () => {
     assert.deepEqual(await disksOf(t.dir), { mounts: [], loops: [] });
     const runs = join(t.config.agent.sessionsDir, '.runs');
     assert.deepEqual(await readdir(runs), []);
+  });
+
+  test('a restart unmounts and removes the disks a killed process left, and keeps those of runs it follows again', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'berth-disk-restart-'));
+    const runs = join(root, '.runs');
+    try {
+      const killed = new RunConfigDirs(runs, runs, 1024 * 1024, new LoopDisks());
+      await killed.init();
+      await killed.create('-workspace', undefined, 'run-left', undefined, 64 * 1024 ** 2);
+      await killed.create('-workspace', undefined, 'run-followed', undefined, 64 * 1024 ** 2);
+      // The process dies here: nothing is released. The next one starts and follows run-followed again.
+      const next = new RunConfigDirs(runs, runs, 1024 * 1024, new LoopDisks());
+      await next.init(new Set(['run-followed']));
+      assert.deepEqual(await disksOf(root), { mounts: [join(runs, 'run-followed')], loops: [join(runs, 'run-followed.disk')] });
+      assert.deepEqual((await readdir(runs)).sort(), ['run-followed', 'run-followed.disk']);
+      const followed = await next.existing('run-followed', '-workspace', undefined);
+      assert.ok(followed?.writable, 'a followed run keeps its disk');
+      await next.remove(followed);
+      assert.deepEqual(await disksOf(root), { mounts: [], loops: [] });
+      assert.deepEqual(await readdir(runs), []);
+    } finally {
+      // Whatever an assertion above left mounted goes first, so that the failure shown is the assertion's.
+      for (const name of ['run-left', 'run-followed']) await new LoopDisks().release(join(runs, name)).catch(() => undefined);
+      await rm(root, { recursive: true, force: true });
+    }
   });
 });
