@@ -363,12 +363,15 @@ describe('every container Berth creates follows the one container policy', { tim
   after(async () => {
     if (agentId) await t?.request('DELETE', `/agents/${agentId}`, undefined, as('alice')).catch(() => undefined);
     for (const id of sessions) await t?.request('DELETE', `/sessions/${id}`, undefined, as('alice')).catch(() => undefined);
+    const left = t ? await t.leftovers() : [];
     await t?.stop();
     // The images this test's build made (kept when SERVICE_COMPOSE_REMOVE_BUILT_IMAGES is false), by their own label.
     const built = (await podman('images', '--filter', `label=berth-test-policy=${marker}`, '--format', '{{.ID}}')).split('\n').filter(Boolean);
     if (built.length > 0) await podman('rmi', '--force', ...new Set(built)).catch(() => undefined);
     await rm(project, { recursive: true, force: true });
     console.log(`\n  container policy, what differs:\n${JSON.stringify(failures, null, 2)}`);
+    assert.deepEqual(left, [], 'containers left behind');
+    if (t) assert.deepEqual(await stackResourcesOf(t.config.instanceName), { containers: [], volumes: [], networks: [] }, 'stack resources left behind');
   });
 
   /** A compose file of an agent service `app` and a Redis with a volume, in a directory of the project; answers the run's environment. */
