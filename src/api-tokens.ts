@@ -16,6 +16,11 @@ export interface ApiToken {
   readonly identity: string;
   readonly token: string;
   readonly named: boolean;
+  /**
+   * A stable, non-secret fingerprint of the token (apiTokenFingerprint). Access and refresh tokens carry it,
+   * so replacing a named token's value ends the sessions the old value opened while the name stays.
+   */
+  readonly fingerprint: string;
 }
 
 /** What a name may look like: a letter or digit, then letters, digits, '.', '_' or '-'; at most 64 characters. */
@@ -40,10 +45,14 @@ export class ApiTokenEntryError extends Error {
   }
 }
 
-/** The stable, non-secret identity of a bare API token. */
+/** The stable, non-secret fingerprint of an API token. */
+export function apiTokenFingerprint(token: string): string {
+  return createHash('sha256').update('berth api token identity\n').update(token, 'utf8').digest('hex').slice(0, FINGERPRINT_HEX_LENGTH);
+}
+
+/** The identity of a bare API token. */
 export function bareTokenIdentity(token: string): string {
-  const digest = createHash('sha256').update('berth api token identity\n').update(token, 'utf8').digest('hex');
-  return `${BARE_IDENTITY_PREFIX}${digest.slice(0, FINGERPRINT_HEX_LENGTH)}`;
+  return `${BARE_IDENTITY_PREFIX}${apiTokenFingerprint(token)}`;
 }
 
 /**
@@ -79,7 +88,7 @@ export function parseApiTokens(entries: readonly string[]): ApiToken[] {
     }
     positionOfToken.set(token, position);
     positionOfIdentity.set(identityKey, position);
-    parsed.push({ identity, token, named });
+    parsed.push({ identity, token, named, fingerprint: apiTokenFingerprint(token) });
   }
   return parsed;
 }

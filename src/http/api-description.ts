@@ -14,7 +14,8 @@ DELETE may carry an empty body.
 **Authentication.** Every endpoint except GET /health, GET /version, POST /auth/token and POST /auth/refresh
 needs \`Authorization: Bearer <access token>\`. An access token (24 h by default) and a refresh token (7 days)
 come from POST /auth/token, which takes one of the server's API tokens (SERVICE_API_TOKENS) in the same header.
-Tokens are HS256 JWTs carrying \`sub\` (the client_id), \`iat\`, \`exp\` and a token id. A server started with
+Tokens are HS256 JWTs carrying \`sub\` (the name of the API token that obtained them, \`token:<fingerprint>\` for
+an unnamed one; never the requested client_id), \`client_id\` (a label), \`iat\`, \`exp\` and a token id. A server started with
 SERVICE_AUTH_ENABLED=false checks no token. 401 answers carry \`token required\`, \`invalid token\`,
 \`token expired\` or \`token blacklisted\`; when the token blacklist itself fails during the check, the answer
 is 503 (the check fails closed).
@@ -23,8 +24,8 @@ is 503 (the check fails closed).
 \`404 {"error": "session 3f0c2a9e-6a1b-4c1d-9f7e-2b8d4c6a1e55 not found", "status": "error"}\`. The messages
 listed under each endpoint are the server's own texts, with placeholders in angle brackets.
 
-**Ownership.** Every session, job and agent belongs to the caller (the token's \`sub\`) that created it. Another
-caller gets 404 for it and never sees it listed.
+**Ownership.** Every session, job and agent belongs to the caller (the token's \`sub\`, so the API token) that
+created it. Another caller gets 404 for it and never sees it listed, whatever client_id it asked for.
 
 **Identifiers.** Runs are \`run-…\`, jobs \`job-…\`, agents \`agent-…\`, turns \`turn-…\`; session ids are UUIDs. A
 session id in a path that is not a UUID names no session: 404, like any unknown id (Berth never builds a file

@@ -77,6 +77,8 @@ describe('the berth command in a terminal', { timeout: 180_000 }, () => {
     const { output, code } = await login.finished();
     assert.equal(code, 0, output);
     assert.match(output, new RegExp(`logged in to:\\s+${t.url}`));
+    // A bare API token: the caller is that token's fingerprint identity, not a client_id shared by every CLI user.
+    assert.match(output, /^as:\s+token:[0-9a-f]{12}$/m);
     assert.ok(!(await terminal.screen()).includes(apiToken), 'the API token never appears on the screen');
     const file = join(configDir, 'credentials.json');
     assert.equal((await stat(file)).mode & 0o777, 0o600);

@@ -68,7 +68,7 @@ describe('the web console in headless Chromium, on a Berth with authentication',
     t = await startTestBerth({
       SERVICE_AUTH_ENABLED: 'true',
       SERVICE_JWT_SECRET: randomBytes(32).toString('hex'),
-      SERVICE_API_TOKENS: API_TOKEN,
+      SERVICE_API_TOKENS: `ada:${API_TOKEN}`,
       SERVICE_SESSIONS_MAX_PAGE_SIZE: String(MAX_PAGE),
     });
   });
@@ -89,7 +89,8 @@ describe('the web console in headless Chromium, on a Berth with authentication',
     await page.getByLabel('API token or access token').fill(API_TOKEN);
     await shoot('sign-in');
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByText('Signed in as berth-console').waitFor(WAIT);
+    // The name of the API token, not the console's client_id: every API token is an owner of its own.
+    await page.getByText('Signed in as ada').waitFor(WAIT);
     await heading().filter({ hasText: 'Runs & jobs' }).waitFor(WAIT);
     assert.equal(new URL(page.url()).pathname, '/console/jobs');
     const stored = await page.evaluate(() => JSON.stringify(sessionStorage));

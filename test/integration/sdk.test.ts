@@ -35,9 +35,12 @@ async function tree(dir: string): Promise<Record<string, string>> {
   return files;
 }
 
+/** The name the API token has in SERVICE_API_TOKENS: the `sub` of every token the SDK gets with it. */
+const API_TOKEN_NAME = 'sdk-user';
+
 /** Authentication on, as `make up` runs Berth. */
 function authEnvironment(apiToken: string): Record<string, string> {
-  return { SERVICE_AUTH_ENABLED: 'true', SERVICE_JWT_SECRET: hex(32), SERVICE_API_TOKENS: apiToken };
+  return { SERVICE_AUTH_ENABLED: 'true', SERVICE_JWT_SECRET: hex(32), SERVICE_API_TOKENS: `${API_TOKEN_NAME}:${apiToken}` };
 }
 
 async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
@@ -390,7 +393,7 @@ describe('the SDK against a Berth with authentication', () => {
   });
 
   describe('auth', () => {
-    it('token() exchanges an API token and keeps the pair; validate() names the client', async () => {
+    it('token() exchanges an API token and keeps the pair; validate() names the API token, whatever the client_id', async () => {
       const store = new RecordingStore();
       const client = new Berth({ url: t.url, tokens: store });
       const pair = await client.auth.token(apiToken, 'sdk-login');
@@ -400,7 +403,7 @@ describe('the SDK against a Berth with authentication', () => {
       assert.ok(Math.abs(store.load()!.expires_at! - (Date.now() + pair.expires_in * 1000)) < 5000);
       const { valid, claims } = await client.auth.validate();
       assert.equal(valid, true);
-      assert.equal(claims.sub, 'sdk-login');
+      assert.equal(claims.sub, API_TOKEN_NAME);
     });
 
     it('a wrong API token is a 401 BerthError', async () => {
@@ -482,7 +485,7 @@ describe('the SDK renewing short-lived tokens', () => {
     const second = store.load()!;
     assert.notEqual(second.refresh_token, first.refresh_token);
     assert.notEqual(second.access_token, first.access_token);
-    assert.equal((await client.auth.validate()).claims.sub, 'sdk-refresh');
+    assert.equal((await client.auth.validate()).claims.sub, API_TOKEN_NAME);
   });
 
   it('a 401 for an expired token refreshes with the stored refresh token, with no API token at hand', async () => {

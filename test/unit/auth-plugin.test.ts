@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { TokenService, type TokenClaims } from '../../src/core/auth/tokens.js';
+import { parseApiTokens } from '../../src/api-tokens.js';
 import { registerErrorHandler } from '../../src/http/error-handler.js';
 import { bearerToken, isOpenRoute, registerAuth } from '../../src/http/plugins/auth.js';
 import { createMetrics, type Metrics } from '../../src/metrics/metrics.js';
@@ -11,10 +12,9 @@ import { MemoryBlacklist } from '../../src/store/blacklist/memory-blacklist.js';
 
 const SECRET = 'tK9#vQ2$wX7!mN4@pL6&rS8*uZ1^yB3%';
 // The API tokens whose identities the tokens below carry as sub.
-const CONFIGURED = [
-  { identity: 'client-a', token: 'k3Vq9ZpX2mLw7RtY-a', named: true },
-  { identity: 'c', token: 'k3Vq9ZpX2mLw7RtY-c', named: true },
-];
+const CONFIGURED = parseApiTokens(['client-a:k3Vq9ZpX2mLw7RtY-a', 'c:k3Vq9ZpX2mLw7RtY-c']);
+/** The subject of tokens issued with the configured API token named `sub` (a wrong fingerprint for others). */
+const subject = (sub: string) => ({ sub, client_id: 'test-client', atf: CONFIGURED.find((t) => t.identity === sub)?.fingerprint ?? '000000000000' });
 
 interface Harness {
   app: FastifyInstance;
@@ -106,7 +106,7 @@ describe('protected routes', () => {
 
   it('lets a valid access token through and exposes its claims as request.auth', async () => {
     const { app, tokens, seen } = await harness();
-    const pair = await tokens.issuePair('client-a', 'test-client');
+    const pair = await tokens.issuePair(subject('client-a'));
     const response = await app.inject({ method: 'GET', url: '/jobs/1', headers: bearer(pair.access_token) });
     assert.equal(response.statusCode, 200);
     assert.equal(seen[0]?.sub, 'client-a');
@@ -115,23 +115,30 @@ describe('protected routes', () => {
 
   it('refuses a correctly signed token whose API token is not configured (removed, or never there)', async () => {
     const { app, tokens, seen } = await harness();
-    const pair = await tokens.issuePair('removed-caller', 'test-client');
+    const pair = await tokens.issuePair(subject('removed-caller'));
     const response = await app.inject({ method: 'GET', url: '/jobs/1', headers: bearer(pair.access_token) });
     assert.equal(response.statusCode, 401);
     assert.equal(response.json().error, 'invalid token');
     assert.equal(seen.length, 0);
   });
 
+  it('refuses a token obtained with an earlier value of a configured name (the API token was replaced)', async () => {
+    const { app, tokens } = await harness();
+    const pair = await tokens.issuePair({ ...subject('c'), atf: parseApiTokens(['c:an-earlier-value-0123'])[0]!.fingerprint });
+    const response = await app.inject({ method: 'GET', url: '/jobs/1', headers: bearer(pair.access_token) });
+    assert.deepEqual([response.statusCode, response.json().error], [401, 'invalid token']);
+  });
+
   it('accepts the scheme name in any case', async () => {
     const { app, tokens } = await harness();
-    const pair = await tokens.issuePair('c', 'test-client');
+    const pair = await tokens.issuePair(subject('c'));
     const response = await app.inject({ method: 'GET', url: '/jobs/1', headers: { authorization: `bearer ${pair.access_token}` } });
     assert.equal(response.statusCode, 200);
   });
 
   it('refuses a refresh token with invalid token', async () => {
     const { app, tokens } = await harness();
-    const pair = await tokens.issuePair('c', 'test-client');
+    const pair = await tokens.issuePair(subject('c'));
     const response = await app.inject({ method: 'GET', url: '/jobs/1', headers: bearer(pair.refresh_token) });
     assert.equal(response.statusCode, 401);
     assert.equal(response.json().error, 'invalid token');
@@ -140,7 +147,7 @@ describe('protected routes', () => {
   it('answers token expired for an expired access token', async () => {
     let now = 1_700_000_000_000;
     const { app, tokens } = await harness({ now: () => now });
-    const pair = await tokens.issuePair('c', 'test-client');
+    const pair = await tokens.issuePair(subject('c'));
     now += 3_600_000;
     const response = await app.inject({ method: 'GET', url: '/jobs/1', headers: bearer(pair.access_token) });
     assert.equal(response.statusCode, 401);
@@ -150,7 +157,7 @@ describe('protected routes', () => {
   it('answers token blacklisted for a blacklisted access token', async () => {
     const blacklist = new MemoryBlacklist();
     const { app, tokens, seen } = await harness({ blacklist });
-    const pair = await tokens.issuePair('c', 'test-client');
+    const pair = await tokens.issuePair(subject('c'));
     await blacklist.add((await tokens.verifyAccess(pair.access_token)).jti, Date.now() + 3_600_000);
     const response = await app.inject({ method: 'GET', url: '/jobs/1', headers: bearer(pair.access_token) });
     assert.equal(response.statusCode, 401);
@@ -167,14 +174,14 @@ describe('protected routes', () => {
 
   it('answers 404 for an unknown URL once authenticated', async () => {
     const { app, tokens } = await harness();
-    const pair = await tokens.issuePair('c', 'test-client');
+    const pair = await tokens.issuePair(subject('c'));
     assert.equal((await app.inject({ method: 'GET', url: '/admin/secret', headers: bearer(pair.access_token) })).statusCode, 404);
   });
 
   it('does not serve metrics on the API port: GET /metrics without a token is 401, with one 404', async () => {
     const { app, tokens } = await harness();
     assert.equal((await app.inject({ method: 'GET', url: '/metrics' })).statusCode, 401);
-    const pair = await tokens.issuePair('c', 'test-client');
+    const pair = await tokens.issuePair(subject('c'));
     assert.equal((await app.inject({ method: 'GET', url: '/metrics', headers: bearer(pair.access_token) })).statusCode, 404);
   });
 
@@ -190,7 +197,7 @@ describe('auth failure metrics', () => {
     await app.inject({ method: 'GET', url: '/jobs/1' });
     await app.inject({ method: 'GET', url: '/jobs/1', headers: bearer('garbage') });
     await app.inject({ method: 'GET', url: '/jobs/1', headers: bearer('garbage') });
-    await app.inject({ method: 'GET', url: '/jobs/1', headers: bearer((await tokens.issuePair('c', 'test-client')).access_token) });
+    await app.inject({ method: 'GET', url: '/jobs/1', headers: bearer((await tokens.issuePair(subject('c'))).access_token) });
     assert.equal(await failures(metrics, 'token_required'), 1);
     assert.equal(await failures(metrics, 'invalid_token'), 2);
     assert.equal(await failures(metrics, 'token_expired'), 0);

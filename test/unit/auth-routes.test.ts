@@ -340,6 +340,16 @@ describe('identity from the API token', () => {
     const renamed = await service({ apiTokens: parseApiTokens([`carol:${API_TOKEN}`]) });
     assert.equal((await renamed.app.inject({ method: 'GET', url: '/jobs', headers: bearer(pair.access_token) })).statusCode, 401, 'renaming a token ends its sessions too');
   });
+
+  it('ends the sessions of a replaced token value, and keeps the owner for the new value', async () => {
+    const before = await service();
+    const old = await login(before.app, 'ci-bot');
+    const NEW_TOKEN = 'replaced-token-0123456789abcdef';
+    const after = await service({ apiTokens: parseApiTokens([`alice:${NEW_TOKEN}`]) });
+    assert.equal((await after.app.inject({ method: 'GET', url: '/jobs', headers: bearer(old.access_token) })).statusCode, 401);
+    assert.equal((await after.app.inject({ method: 'POST', url: '/auth/refresh', payload: { refresh_token: old.refresh_token } })).statusCode, 401);
+    assert.equal(await subOf(after.app, await login(after.app, 'ci-bot', NEW_TOKEN)), 'alice');
+  });
 });
 
 describe('bolt blacklist across a service restart', () => {

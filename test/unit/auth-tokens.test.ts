@@ -9,6 +9,8 @@ import { BerthError } from '../../src/errors.js';
 const SECRET = 'tK9#vQ2$wX7!mN4@pL6&rS8*uZ1^yB3%';
 const KEY = new TextEncoder().encode(SECRET);
 const HOUR = 3_600_000;
+// The fingerprint of the API token the tokens below descend from.
+const ATF = '0123456789ab';
 
 function service(now = () => Date.now()): TokenService {
   return new TokenService({ secret: SECRET, accessTtlMs: 24 * HOUR, refreshTtlMs: 7 * 24 * HOUR, now });
@@ -20,7 +22,7 @@ function base64url(value: unknown): string {
 
 function validPayload(typ = 'access'): Record<string, unknown> {
   const iat = Math.floor(Date.now() / 1000);
-  return { sub: 'client', client_id: 'cli', iat, exp: iat + 3600, jti: 'a-jti', typ };
+  return { sub: 'client', client_id: 'cli', atf: ATF, iat, exp: iat + 3600, jti: 'a-jti', typ };
 }
 
 async function rejectsWith(promise: Promise<unknown>, message: string): Promise<void> {
@@ -34,7 +36,7 @@ async function rejectsWith(promise: Promise<unknown>, message: string): Promise<
 
 describe('TokenService.issuePair', () => {
   it('returns an access token, a refresh token, token_type Bearer and expires_in in seconds', async () => {
-    const pair = await service().issuePair('client-a', 'cli');
+    const pair = await service().issuePair({ sub: 'client-a', client_id: 'cli', atf: ATF });
     assert.equal(pair.token_type, 'Bearer');
     assert.equal(pair.expires_in, 86_400);
     assert.match(pair.access_token, /^[\w-]+\.[\w-]+\.[\w-]+$/);
@@ -42,14 +44,14 @@ describe('TokenService.issuePair', () => {
     assert.notEqual(pair.access_token, pair.refresh_token);
   });
 
-  it('signs with HS256 and puts sub, client_id, iat, exp, jti and typ in the claims', async () => {
+  it('signs with HS256 and puts sub, client_id, atf, iat, exp, jti and typ in the claims', async () => {
     const now = 1_700_000_000_000;
     const tokens = service(() => now);
-    const pair = await tokens.issuePair('client-a', 'cli');
+    const pair = await tokens.issuePair({ sub: 'client-a', client_id: 'cli', atf: ATF });
     const header = JSON.parse(Buffer.from(pair.access_token.split('.')[0]!, 'base64url').toString()) as { alg: string };
     assert.equal(header.alg, 'HS256');
     const access = await tokens.verifyAccess(pair.access_token);
-    assert.deepEqual({ ...access, jti: typeof access.jti }, { sub: 'client-a', client_id: 'cli', iat: 1_700_000_000, exp: 1_700_086_400, jti: 'string', typ: 'access' });
+    assert.deepEqual({ ...access, jti: typeof access.jti }, { sub: 'client-a', client_id: 'cli', atf: ATF, iat: 1_700_000_000, exp: 1_700_086_400, jti: 'string', typ: 'access' });
     const refresh = await tokens.verifyRefresh(pair.refresh_token);
     assert.equal(refresh.exp, 1_700_000_000 + 7 * 86_400);
     assert.equal(refresh.typ, 'refresh');
@@ -58,8 +60,8 @@ describe('TokenService.issuePair', () => {
 
   it('gives every token its own jti', async () => {
     const tokens = service();
-    const a = await tokens.verifyAccess((await tokens.issuePair('c', 'cli')).access_token);
-    const b = await tokens.verifyAccess((await tokens.issuePair('c', 'cli')).access_token);
+    const a = await tokens.verifyAccess((await tokens.issuePair({ sub: 'c', client_id: 'cli', atf: ATF })).access_token);
+    const b = await tokens.verifyAccess((await tokens.issuePair({ sub: 'c', client_id: 'cli', atf: ATF })).access_token);
     assert.notEqual(a.jti, b.jti);
   });
 });
@@ -67,33 +69,33 @@ describe('TokenService.issuePair', () => {
 describe('TokenService.refresh', () => {
   it('returns a new access token and a rotated refresh token for the same subject', async () => {
     const tokens = service();
-    const first = await tokens.issuePair('client-a', 'cli');
+    const first = await tokens.issuePair({ sub: 'client-a', client_id: 'cli', atf: ATF });
     const second = await tokens.refresh(first.refresh_token);
     assert.deepEqual(Object.keys(second).sort(), ['access_token', 'expires_in', 'refresh_token', 'token_type']);
     assert.notEqual(second.refresh_token, first.refresh_token);
     assert.notEqual(second.access_token, first.access_token);
     assert.deepEqual(
-      (({ sub, client_id }) => ({ sub, client_id }))(await tokens.verifyAccess(second.access_token)),
-      { sub: 'client-a', client_id: 'cli' },
-      'sub and client_id survive the rotation',
+      (({ sub, client_id, atf }) => ({ sub, client_id, atf }))(await tokens.verifyAccess(second.access_token)),
+      { sub: 'client-a', client_id: 'cli', atf: ATF },
+      'sub, client_id and atf survive the rotation',
     );
   });
 
   it('refuses an access token', async () => {
     const tokens = service();
-    await rejectsWith(tokens.refresh((await tokens.issuePair('c', 'cli')).access_token), 'invalid token');
+    await rejectsWith(tokens.refresh((await tokens.issuePair({ sub: 'c', client_id: 'cli', atf: ATF })).access_token), 'invalid token');
   });
 });
 
 describe('token kinds', () => {
   it('never accepts a refresh token as an access token', async () => {
     const tokens = service();
-    await rejectsWith(tokens.verifyAccess((await tokens.issuePair('c', 'cli')).refresh_token), 'invalid token');
+    await rejectsWith(tokens.verifyAccess((await tokens.issuePair({ sub: 'c', client_id: 'cli', atf: ATF })).refresh_token), 'invalid token');
   });
 
   it('never accepts an access token as a refresh token', async () => {
     const tokens = service();
-    await rejectsWith(tokens.verifyRefresh((await tokens.issuePair('c', 'cli')).access_token), 'invalid token');
+    await rejectsWith(tokens.verifyRefresh((await tokens.issuePair({ sub: 'c', client_id: 'cli', atf: ATF })).access_token), 'invalid token');
   });
 
   it('refuses a correctly signed token without a typ claim', async () => {
@@ -108,6 +110,12 @@ describe('token kinds', () => {
     await rejectsWith(service().verifyAccess(token), 'invalid token');
     const refresh = await new SignJWT({ ...payload, typ: 'refresh' }).setProtectedHeader({ alg: 'HS256' }).sign(KEY);
     await rejectsWith(service().refresh(refresh), 'invalid token');
+  });
+
+  it('refuses a correctly signed token without an atf claim', async () => {
+    const { atf: _atf, ...payload } = validPayload();
+    const token = await new SignJWT(payload).setProtectedHeader({ alg: 'HS256' }).sign(KEY);
+    await rejectsWith(service().verifyAccess(token), 'invalid token');
   });
 
   it('refuses a correctly signed token without a jti claim', async () => {
@@ -126,7 +134,7 @@ describe('expiry', () => {
   it('answers token expired once exp has passed', async () => {
     let now = 1_700_000_000_000;
     const tokens = service(() => now);
-    const pair = await tokens.issuePair('c', 'cli');
+    const pair = await tokens.issuePair({ sub: 'c', client_id: 'cli', atf: ATF });
     now += 24 * HOUR;
     await rejectsWith(tokens.verifyAccess(pair.access_token), 'token expired');
   });
@@ -134,7 +142,7 @@ describe('expiry', () => {
   it('accepts the token one second before exp', async () => {
     let now = 1_700_000_000_000;
     const tokens = service(() => now);
-    const pair = await tokens.issuePair('c', 'cli');
+    const pair = await tokens.issuePair({ sub: 'c', client_id: 'cli', atf: ATF });
     now += 24 * HOUR - 1000;
     assert.equal((await tokens.verifyAccess(pair.access_token)).sub, 'c');
   });
@@ -142,7 +150,7 @@ describe('expiry', () => {
   it('answers token expired for an expired refresh token', async () => {
     let now = 1_700_000_000_000;
     const tokens = service(() => now);
-    const pair = await tokens.issuePair('c', 'cli');
+    const pair = await tokens.issuePair({ sub: 'c', client_id: 'cli', atf: ATF });
     now += 8 * 24 * HOUR;
     await rejectsWith(tokens.refresh(pair.refresh_token), 'token expired');
   });
@@ -204,7 +212,7 @@ describe('malformed and forged tokens', () => {
 
   it('refuses a token whose payload was changed after signing', async () => {
     const tokens = service();
-    const [header, , signature] = (await tokens.issuePair('alice', 'cli')).access_token.split('.');
+    const [header, , signature] = (await tokens.issuePair({ sub: 'alice', client_id: 'cli', atf: ATF })).access_token.split('.');
     const forged = `${header}.${base64url({ ...validPayload(), sub: 'admin' })}.${signature}`;
     await rejectsWith(tokens.verifyAccess(forged), 'invalid token');
   });

@@ -1,4 +1,5 @@
 import { AuthService } from '../../src/core/auth/auth-service.js';
+import { parseApiTokens } from '../../src/api-tokens.js';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,6 +17,9 @@ import { createBlacklist } from '../../src/store/blacklist/create-blacklist.js';
 import { MemoryBlacklist } from '../../src/store/blacklist/memory-blacklist.js';
 import { SqliteBlacklist } from '../../src/store/blacklist/sqlite-blacklist.js';
 import { applyMigrations } from '../../src/store/migrate.js';
+
+// The API token whose identity ('c') the tokens below carry.
+const API_TOKENS = parseApiTokens(['c:k3Vq9ZpX2mLw7RtY-c']);
 
 const dir = mkdtempSync(join(tmpdir(), 'berth-blacklist-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -231,13 +235,13 @@ describe('failing closed', () => {
     const metrics = createMetrics();
     const app = Fastify();
     registerErrorHandler(app);
-    registerAuth(app, { enabled: true, auth: new AuthService({ tokens, blacklist: new ThrowingBlacklist(), apiTokens: [{ identity: 'c', token: 'k3Vq9ZpX2mLw7RtY-c', named: true }], log: { error: () => undefined } }), metrics });
+    registerAuth(app, { enabled: true, auth: new AuthService({ tokens, blacklist: new ThrowingBlacklist(), apiTokens: API_TOKENS, log: { error: () => undefined } }), metrics });
     let handled = 0;
     app.get('/jobs', async () => {
       handled += 1;
       return { jobs: [] };
     });
-    const pair = await tokens.issuePair('c', 'test-client');
+    const pair = await tokens.issuePair({ sub: 'c', client_id: 'test-client', atf: API_TOKENS[0]!.fingerprint });
     const response = await app.inject({ method: 'GET', url: '/jobs', headers: { authorization: `Bearer ${pair.access_token}` } });
     assert.equal(response.statusCode, 503);
     assert.deepEqual(response.json(), {
@@ -255,9 +259,9 @@ describe('failing closed', () => {
     await blacklist.close();
     const app = Fastify();
     registerErrorHandler(app);
-    registerAuth(app, { enabled: true, auth: new AuthService({ tokens, blacklist, apiTokens: [{ identity: 'c', token: 'k3Vq9ZpX2mLw7RtY-c', named: true }], log: { error: () => undefined } }), metrics: createMetrics() });
+    registerAuth(app, { enabled: true, auth: new AuthService({ tokens, blacklist, apiTokens: API_TOKENS, log: { error: () => undefined } }), metrics: createMetrics() });
     app.get('/jobs', async () => ({ jobs: [] }));
-    const pair = await tokens.issuePair('c', 'test-client');
+    const pair = await tokens.issuePair({ sub: 'c', client_id: 'test-client', atf: API_TOKENS[0]!.fingerprint });
     const response = await app.inject({ method: 'GET', url: '/jobs', headers: { authorization: `Bearer ${pair.access_token}` } });
     assert.equal(response.statusCode, 503);
   });

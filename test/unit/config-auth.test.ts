@@ -84,7 +84,7 @@ describe('authentication settings', () => {
   it('reads name:token entries: the name is the identity of the callers the token signs in', () => {
     const [one, two] = ['k3Vq9ZpX2mLw7RtY', 'Hd8sJf2Lq0Wz5Nc4Bx'];
     const { apiTokens } = load({ SERVICE_API_TOKENS: `alice:${one}, ci.bot-2 : ${two}` }).auth;
-    assert.deepEqual(apiTokens, [
+    assert.deepEqual(apiTokens.map(({ identity, token, named }) => ({ identity, token, named })), [
       { identity: 'alice', token: one, named: true },
       { identity: 'ci.bot-2', token: two, named: true },
     ]);
@@ -97,10 +97,11 @@ describe('authentication settings', () => {
     assert.notEqual(first!.identity, second!.identity);
     assert.equal(load({ SERVICE_API_TOKENS: one }).auth.apiTokens[0]!.identity, first!.identity, 'the same token, the same identity');
     assert.ok(!first!.identity.includes(one.slice(0, 6)));
+    assert.equal(first!.identity, `token:${first!.fingerprint}`);
   });
 
   it('keeps everything after the first ":" as the token', () => {
-    assert.deepEqual(load({ SERVICE_API_TOKENS: 'alice:k3Vq9Z:pX2mLw7RtY' }).auth.apiTokens, [{ identity: 'alice', token: 'k3Vq9Z:pX2mLw7RtY', named: true }]);
+    assert.deepEqual(load({ SERVICE_API_TOKENS: 'alice:k3Vq9Z:pX2mLw7RtY' }).auth.apiTokens.map(({ identity, token }) => ({ identity, token })), [{ identity: 'alice', token: 'k3Vq9Z:pX2mLw7RtY' }]);
   });
 
   it('refuses an invalid or repeated name, or a repeated token, naming the entry by position and never echoing it', () => {

@@ -50,7 +50,10 @@ export interface BerthOptions {
   accessToken?: string;
   /** An API token (one of the server's SERVICE_API_TOKENS), exchanged for an access token on first need. */
   apiToken?: string;
-  /** The `client_id` of that exchange: the name the tokens are issued to. Default `berth-client`. */
+  /**
+   * The `client_id` of that exchange: a label kept in the tokens (default `berth-client`). It does not choose
+   * whom the tokens are for: their `sub`, the owner of everything created with them, is the API token's name.
+   */
   clientId?: string;
   /**
    * Where access and refresh tokens are loaded from and saved to (a file for a CLI, sessionStorage for a

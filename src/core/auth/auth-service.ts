@@ -5,13 +5,14 @@
 // backend error refuses the request (503) rather than letting a revoked token through.
 // Identity comes from the API token, never from the request: POST /auth/token issues tokens whose `sub` is
 // the identity of the API token presented (its name, or a bare token's fingerprint; api-tokens.ts), and
-// access and refresh tokens are honoured only while that API token is still configured, so removing an
-// API token from SERVICE_API_TOKENS (and restarting) ends every session it opened.
+// access and refresh tokens are honoured only while that API token is still configured with the same value,
+// so removing an API token from SERVICE_API_TOKENS, or replacing its value (and restarting), ends every
+// session it opened.
 import type { Logger } from 'pino';
 import { errors, BerthError } from '../../errors.js';
 import type { TokenBlacklist } from '../../store/blacklist/blacklist.js';
 import type { ApiToken } from '../../api-tokens.js';
-import { findApiToken, type TokenClaims, type TokenPair, type TokenService } from './tokens.js';
+import { findApiToken, subjectOf, type TokenClaims, type TokenPair, type TokenService } from './tokens.js';
 
 export interface AuthServiceDependencies {
   readonly tokens: TokenService;
@@ -24,11 +25,11 @@ export interface AuthServiceDependencies {
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
 
 export class AuthService {
-  /** The identities of the configured API tokens: a token whose `sub` is not among them is refused. */
-  private readonly identities: ReadonlySet<string>;
+  /** The fingerprint of each configured API token by identity: a token not matching one is refused. */
+  private readonly fingerprints: ReadonlyMap<string, string>;
 
   constructor(private readonly deps: AuthServiceDependencies) {
-    this.identities = new Set(deps.apiTokens.map((apiToken) => apiToken.identity));
+    this.fingerprints = new Map(deps.apiTokens.map((apiToken) => [apiToken.identity, apiToken.fingerprint]));
   }
 
   /** The API token presented to POST /auth/token; refused (401) before anything else is looked at. */
@@ -42,21 +43,21 @@ export class AuthService {
    * it (another caller's name or client_id, a fingerprint, slashes…) reaches anyone else's work.
    */
   async issue(presentedApiToken: string, clientId: string): Promise<TokenPair> {
-    const identity = this.identify(presentedApiToken);
+    const apiToken = this.identify(presentedApiToken);
     if (CONTROL_CHARACTERS.test(clientId)) throw errors.badRequest('client_id must not contain control characters');
-    return this.deps.tokens.issuePair(identity, clientId);
+    return this.deps.tokens.issuePair({ sub: apiToken.identity, client_id: clientId, atf: apiToken.fingerprint });
   }
 
-  /** The identity of a configured API token; 401 for any other. */
-  private identify(presented: string): string {
+  /** The configured API token presented; 401 for any other. */
+  private identify(presented: string): ApiToken {
     const apiToken = findApiToken(presented, this.deps.apiTokens);
     if (apiToken === undefined) throw errors.invalidApiToken();
-    return apiToken.identity;
+    return apiToken;
   }
 
-  /** Refuses a token whose API token is no longer configured, as if it had never been valid. */
+  /** Refuses a token whose API token is no longer configured (or has another value now), as if never valid. */
   private requireConfiguredIdentity(claims: TokenClaims): void {
-    if (!this.identities.has(claims.sub)) throw errors.invalidToken();
+    if (this.fingerprints.get(claims.sub) !== claims.atf) throw errors.invalidToken();
   }
 
   /** The claims of a valid, not revoked access token; the catalogue's 401/503 otherwise. */
@@ -81,7 +82,7 @@ export class AuthService {
     const claims = await this.deps.tokens.verifyRefresh(refreshToken);
     this.requireConfiguredIdentity(claims);
     await this.revoke(claims, { mustExist: false, checkFirst: true });
-    return this.deps.tokens.issuePair(claims.sub, claims.client_id);
+    return this.deps.tokens.issuePair(subjectOf(claims));
   }
 
   /** Revokes the access token and, when given, a refresh token of the same subject (one already expired is skipped). */

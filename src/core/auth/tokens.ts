@@ -1,8 +1,9 @@
 // Issues and verifies Berth's JWTs. Access and refresh tokens are HS256 JWTs signed with
 // SERVICE_JWT_SECRET, carrying sub (the identity of the API token that obtained them), client_id (the
-// name the caller asked for: a label, never an owner), iat, exp, jti and a `typ` claim ('access' |
-// 'refresh') so neither kind is ever accepted as the other. A token without client_id comes from a release
-// whose `sub` was the requested client_id, so anyone could have named any owner in it: it is refused. Only HS256 is accepted: the header's alg is checked before any
+// name the caller asked for: a label, never an owner), atf (that API token's fingerprint), iat, exp, jti
+// and a `typ` claim ('access' | 'refresh') so neither kind is ever accepted as the other. A token without
+// client_id and atf comes from a release whose `sub` was the requested client_id, so anyone could have
+// named any owner in it: it is refused. Only HS256 is accepted: the header's alg is checked before any
 // verification and jose is told the same, so alg none, other HMAC sizes, RS256 and the RS256-with-HMAC-key
 // confusion all end as `invalid token`. Every jose error is translated here, at one place.
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
@@ -12,11 +13,17 @@ import type { ApiToken } from '../../api-tokens.js';
 
 export type TokenKind = 'access' | 'refresh';
 
-export interface TokenClaims {
+/** Whom a token pair is for; kept unchanged through refreshes. */
+export interface TokenSubject {
   /** The identity of the API token the token descends from (api-tokens.ts): the owner of its work. */
   readonly sub: string;
   /** The client_id asked for at POST /auth/token; kept through refreshes, shown, never used to decide access. */
   readonly client_id: string;
+  /** The fingerprint of that API token's value (api-tokens.ts). */
+  readonly atf: string;
+}
+
+export interface TokenClaims extends TokenSubject {
   /** Seconds since the epoch. */
   readonly exp: number;
   /** Seconds since the epoch. */
@@ -59,10 +66,10 @@ export class TokenService {
     this.now = options.now ?? Date.now;
   }
 
-  async issuePair(subject: string, clientId: string): Promise<TokenPair> {
+  async issuePair(subject: TokenSubject): Promise<TokenPair> {
     const [accessToken, refreshToken] = await Promise.all([
-      this.sign(subject, clientId, 'access', this.accessTtlSeconds),
-      this.sign(subject, clientId, 'refresh', this.refreshTtlSeconds),
+      this.sign(subject, 'access', this.accessTtlSeconds),
+      this.sign(subject, 'refresh', this.refreshTtlSeconds),
     ]);
     return { access_token: accessToken, refresh_token: refreshToken, token_type: 'Bearer', expires_in: this.accessTtlSeconds };
   }
@@ -73,7 +80,7 @@ export class TokenService {
    */
   async refresh(refreshToken: string): Promise<TokenPair> {
     const claims = await this.verifyRefresh(refreshToken);
-    return this.issuePair(claims.sub, claims.client_id);
+    return this.issuePair(subjectOf(claims));
   }
 
   verifyAccess(token: string): Promise<TokenClaims> {
@@ -84,11 +91,11 @@ export class TokenService {
     return this.verify(token, 'refresh');
   }
 
-  private async sign(subject: string, clientId: string, typ: TokenKind, ttlSeconds: number): Promise<string> {
+  private async sign(subject: TokenSubject, typ: TokenKind, ttlSeconds: number): Promise<string> {
     const iat = Math.floor(this.now() / 1000);
-    return new SignJWT({ typ, client_id: clientId })
+    return new SignJWT({ typ, client_id: subject.client_id, atf: subject.atf })
       .setProtectedHeader({ alg: ALGORITHM, typ: 'JWT' })
-      .setSubject(subject)
+      .setSubject(subject.sub)
       .setIssuedAt(iat)
       .setExpirationTime(iat + ttlSeconds)
       .setJti(randomUUID())
@@ -104,17 +111,22 @@ export class TokenService {
         requiredClaims: ['sub', 'exp', 'iat', 'jti'],
         currentDate: new Date(this.now()),
       });
-      const { sub, exp, iat, jti, typ, client_id: clientId } = payload;
-      if (typ !== expected || typeof sub !== 'string' || sub === '' || typeof jti !== 'string' || jti === '' || typeof clientId !== 'string') {
+      const { sub, exp, iat, jti, typ, client_id: clientId, atf } = payload;
+      if (typ !== expected || typeof sub !== 'string' || sub === '' || typeof jti !== 'string' || jti === '' || typeof clientId !== 'string' || typeof atf !== 'string') {
         throw errors.invalidToken();
       }
-      return { sub, client_id: clientId, exp: exp!, iat: iat!, jti, typ: expected };
+      return { sub, client_id: clientId, atf, exp: exp!, iat: iat!, jti, typ: expected };
     } catch (error) {
       if (error instanceof BerthError) throw error;
       if (error instanceof joseErrors.JWTExpired) throw errors.tokenExpired();
       throw errors.invalidToken();
     }
   }
+}
+
+/** The subject of a verified token, for the pair that replaces it. */
+export function subjectOf(claims: TokenSubject): TokenSubject {
+  return { sub: claims.sub, client_id: claims.client_id, atf: claims.atf };
 }
 
 /**

@@ -1,6 +1,8 @@
 // berth login|logout. Login exchanges an API token (asked for without echo, or from --token or stdin) for
 // an access and a refresh token, kept in the credentials file for this --url; every later command uses
 // them and the SDK refreshes them, saving the rotated pair back. Logout revokes and forgets them.
+// Who you are logged in as (`as` below, the tokens' sub) is the API token's name in SERVICE_API_TOKENS, never
+// the --client-id: everyone using one API token is one owner, and two API tokens are never one.
 import { Command } from 'commander';
 import { BerthError, BerthNetworkError } from '@berth/client';
 import type { ContextOf } from '../context.js';
@@ -11,7 +13,7 @@ export function loginCommand(contextOf: ContextOf): Command {
   return new Command('login')
     .description('sign in with an API token; the tokens are kept for this --url and refreshed automatically')
     .option('--token <api-token>', 'the API token (else read from stdin, or asked for without echo)')
-    .option('--client-id <name>', 'the name the tokens are issued to (owner of your runs, jobs and sessions)')
+    .option('--client-id <name>', 'a label for these tokens (default berth-client); who you are, the owner of your runs, jobs and sessions, is the API token\'s name')
     .action(async (options: { token?: string; clientId?: string }, command: Command) => {
       const { berth, url, output, credentials } = contextOf(command);
       const apiToken = (options.token ?? (await readApiToken())).trim();

@@ -32,7 +32,7 @@ export interface paths {
                      *     }
                      */
                     "application/json": {
-                        /** @description Name of the caller; becomes the tokens' sub claim. 1–256 characters, no control characters. */
+                        /** @description A label for this client (kept in the tokens' client_id claim). It does not choose the owner: the tokens' sub is the name of the API token presented. 1–256 characters, no control characters. */
                         client_id: string;
                     };
                 };
@@ -223,7 +223,7 @@ export interface paths {
                             /** @description Always true: an invalid token is a 401 */
                             valid: boolean;
                             claims: {
-                                /** @description The client_id the token was issued to */
+                                /** @description The owner: the name of the API token the token was obtained with (token:<fingerprint> for an unnamed one) */
                                 sub: string;
                                 /** @description Expiry, seconds since the epoch. */
                                 exp: number;

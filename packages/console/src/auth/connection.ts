@@ -4,7 +4,11 @@
 import { Berth, BerthError, MemoryTokenStore, type TokenStore } from '@berth/client';
 import { TabTokenStore } from './tab-token-store.js';
 
-/** The `sub` of the console's tokens: what Berth's logs and ownership checks see. */
+/**
+ * The `client_id` of the console's tokens: a label in Berth's tokens and logs, nothing more. Who is signed
+ * in (the tokens' `sub`, the owner of the runs, jobs, sessions and agents this tab sees) is the API token
+ * pasted at sign-in: its name in SERVICE_API_TOKENS, so two people with two API tokens are never one owner.
+ */
 export const CLIENT_ID = 'berth-console';
 
 export type Connection =

@@ -45,7 +45,9 @@ export function SignIn({ notice, onSignIn }: { notice?: string; onSignIn: (token
         <p id="token-help" class="help">
           An API token (one of the server's <code>SERVICE_API_TOKENS</code>; after <code>make up</code> it is in{' '}
           <code>.service/local.env</code>) is exchanged for an access token that this tab keeps until it is closed. An
-          access token (a JWT from <code>POST /auth/token</code>) is used as it is.
+          access token (a JWT from <code>POST /auth/token</code>) is used as it is. You are the API token you sign in
+          with: you see the runs, jobs, sessions and agents made with it (in the console, the CLI or the SDK), and no
+          one else's.
         </p>
         <ErrorMessage error={error} context="Sign-in failed" />
         <div class="actions">
