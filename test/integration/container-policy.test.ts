@@ -231,11 +231,12 @@ type Check = readonly [name: string, run: () => void | Promise<void>];
 function checksFor(kind: Kind, seen: Observed, host: Record<string, string>): Check[] {
   const policy = POLICY[kind];
   const checks: Check[] = [
-    ['user namespace: container root is not host root', () => {
-      assert.match(seen.uidMap, /^\s*\d+\s+\d+\s+\d+/, `uid_map unreadable: "${seen.uidMap}"`);
-      const [inside, outside] = seen.uidMap.trim().split(/\s+/).map(Number);
-      assert.equal(inside, 0, seen.uidMap);
-      assert.notEqual(outside, 0, `uid_map maps container root to host root: ${seen.uidMap}`);
+    ['user namespace: no container uid is host root', () => {
+      const ranges = seen.uidMap.split('\n').map((line) => line.trim().split(/\s+/).map(Number)).filter((range) => range.length === 3 && range.every(Number.isFinite));
+      assert.ok(ranges.length > 0, `uid_map unreadable: "${seen.uidMap}"`);
+      // A range [outside, outside + count) that holds host uid 0 makes some container uid host root.
+      const root = ranges.find(([, outside, count]) => outside! === 0 && count! > 0);
+      assert.equal(root, undefined, `uid_map maps a container uid to host root: ${seen.uidMap.replace(/\s+/g, ' ')}`);
     }],
     [`capabilities: ${policy.capabilities}`, () => {
       const allowed = policy.capabilities === 'none' ? 0n : PODMAN_DEFAULT_CAPS.reduce((mask, cap) => mask | (1n << BigInt(CAP_BITS[cap]!)), 0n);
