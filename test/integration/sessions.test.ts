@@ -118,11 +118,11 @@ describe('no_persistence', () => {
     assert.equal(existsSync(join(sessionsDir(), session_id)), false);
     // Answered at its result, the run removes its configuration directory right after.
     await t.berth.settled();
-    // The pool's engines have configuration directories of their own, ready ahead of any request.
+    // The pool's engines have configuration directories (and their disk images, runtime/run-disk.ts) of their own, ready ahead of any request.
     const runDirs = readdirSync(join(sessionsDir(), '.runs'));
     const pooled = new Set(t.berth.pools.ownFiles().runIds);
     assert.deepEqual(
-      runDirs.filter((name) => !pooled.has(name.replace(/\.session$/, ''))),
+      runDirs.filter((name) => !pooled.has(name.replace(/\.(session|disk)$/, ''))),
       [],
       'its configuration directory went with the run',
     );
