@@ -114,7 +114,8 @@ describe('compose builds, when the operator allows them', () => {
       `berth=$(bash -c 'exec 3<>/dev/tcp/127.0.0.1/${port}' 2>/dev/null && echo reached || echo no)`,
       `gateway=$(bash -c 'exec 3<>/dev/tcp/10.88.0.1/${port}' 2>/dev/null && echo reached || echo no)`,
       'routes=$(tail -n +2 /proc/net/route | wc -l)',
-      'mkdir /built && echo "uid0=$uid0 berth=$berth gateway=$gateway routes=$routes" > /built/probe',
+      'limited=$(grep -cE "^[0-9]+:(memory|pids|cpu):.*/berth-build-" /proc/self/cgroup)',
+      'mkdir /built && echo "uid0=$uid0 berth=$berth gateway=$gateway routes=$routes limited=$limited" > /built/probe',
     ].join('; ');
     const path = await buildProject('benign', { Dockerfile: `FROM ${REDIS}\nUSER root\nRUN ${probe}\n` });
     const run = await t.request('POST', '/run', { prompt: 'say: with a built sidecar', container: { environment: environment(path) } });
@@ -122,13 +123,14 @@ describe('compose builds, when the operator allows them', () => {
     const [built] = await builtImagesOf(t);
     assert.match(built ?? '', /^localhost\/berth-build-side:[0-9a-f]{16}-/);
     const { stdout: report } = await exec('podman', ['run', '--rm', '--user', 'root', built!, 'sh', '-c', 'cat /built/probe; stat -c owner=%u /built/probe']);
-    const match = /uid0=(\d+) berth=(\w+) gateway=(\w+) routes=(\d+)\nowner=(\d+)/.exec(report);
+    const match = /uid0=(\d+) berth=(\w+) gateway=(\w+) routes=(\d+) limited=(\d+)\nowner=(\d+)/.exec(report);
     assert.ok(match, report);
     assert.notEqual(match[1], '0', 'root in the step is not host root');
     assert.equal(match[2], 'no', 'Berth\'s port on 127.0.0.1 of the host is not reachable');
     assert.equal(match[3], 'no', 'the gateway is not reachable');
     assert.equal(match[4], '0', 'the step has no route at all');
-    assert.equal(match[5], '0', 'the image keeps container ids (the build\'s namespace mapped back)');
+    assert.equal(match[5], '3', 'the step is in the build\'s memory, pids and CPU cgroups');
+    assert.equal(match[6], '0', 'the image keeps container ids (the build\'s namespace mapped back)');
 
     const listed = await t.request('GET', '/images');
     assert.equal(listed.status, 200);

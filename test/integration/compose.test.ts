@@ -25,10 +25,23 @@ async function stackResources(t: TestBerth): Promise<string[]> {
   return [...containers.map((n) => `container ${n}`), ...networks.map((n) => `network ${n}`), ...volumes.map((n) => `volume ${n}`)];
 }
 
-/** Images Berth built for stacks (label berth.stack-build). */
+/** Instances this file started (built images are found by their instance: other tests may be building too). */
+const instances = new Set<string>();
+
+/** Images the Berth instances of this file built for stacks (label berth.stack-instance). */
 async function builtImages(): Promise<Set<string>> {
-  const { stdout } = await exec('podman', ['images', '--filter', 'label=berth.stack-build', '--format', '{{.ID}}']);
-  return new Set(stdout.split('\n').filter(Boolean));
+  const ids = new Set<string>();
+  for (const instance of instances) {
+    const { stdout } = await exec('podman', ['images', '--filter', `label=berth.stack-instance=${instance}`, '--format', '{{.ID}}']);
+    for (const id of stdout.split('\n').filter(Boolean)) ids.add(id);
+  }
+  return ids;
+}
+
+async function start(env: Record<string, string>): Promise<TestBerth> {
+  const t = await startTestBerth(env);
+  instances.add(t.config.instanceName);
+  return t;
 }
 
 /** Writes a compose file (and optionally its .env) in its own directory of the project; answers its path. */
@@ -85,7 +98,7 @@ after(async () => {
 describe('a Redis stack', () => {
   let t: TestBerth;
   before(async () => {
-    t = await startTestBerth({ SERVICE_AGENT_ALLOWED_VOLUMES: project, SERVICE_COMPOSE_HEALTH_TIMEOUT: '60s', SERVICE_COMPOSE_ALLOW_BUILD: 'true' });
+    t = await start({ SERVICE_AGENT_ALLOWED_VOLUMES: project, SERVICE_COMPOSE_HEALTH_TIMEOUT: '60s', SERVICE_COMPOSE_ALLOW_BUILD: 'true' });
   });
   after(async () => {
     await t?.stop();
@@ -223,7 +236,7 @@ describe('a Redis stack', () => {
 describe('failures and expiry', () => {
   let t: TestBerth;
   before(async () => {
-    t = await startTestBerth({
+    t = await start({
       SERVICE_AGENT_ALLOWED_VOLUMES: project,
       SERVICE_COMPOSE_HEALTH_TIMEOUT: '6s',
       SERVICE_COMPOSE_STACK_TTL: '3s',
@@ -295,7 +308,7 @@ describe('restarts', () => {
       SERVICE_DATA_DIR: join(state, 'data'),
     };
     const path = await withAgentBuild('restart', redisStack());
-    let t = await startTestBerth(env);
+    let t = await start(env);
     try {
       const kept = await t.request('POST', '/run', { prompt: 'run: redis-cli -h cache set kept yes', container: { environment: environment(path) } });
       assert.equal(kept.status, 200, JSON.stringify(kept.body));
@@ -306,7 +319,7 @@ describe('restarts', () => {
       // The orphan's session disappears while Berth is down.
       await rm(join(state, 'sessions', orphan.body.session_id), { recursive: true, force: true });
 
-      t = await startTestBerth(env);
+      t = await start(env);
       const networks = (await stackResources(t)).filter((r) => r.startsWith('network'));
       assert.deepEqual(networks, [`network berth-stack-${kept.body.session_id}`]);
       const again = await t.request('POST', '/run', {

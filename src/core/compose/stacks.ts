@@ -237,7 +237,23 @@ export class Stacks {
         removed += 1;
       });
     }
+    await this.removeOrphanImages();
     return removed;
+  }
+
+  /**
+   * Built images whose stack is gone: one a run's container still used when its stack was removed is
+   * removed here, once the container is gone too.
+   */
+  private async removeOrphanImages(): Promise<void> {
+    const { runtime, settings } = this.deps;
+    if (!settings.removeBuiltImages) return;
+    for (const image of await runtime.listImages()) {
+      const sessionId = image.labels[STACK_LABEL];
+      if (image.labels[STACK_INSTANCE_LABEL] !== settings.instanceName || sessionId === undefined) continue;
+      if (this.live.has(sessionId) || this.locks.has(sessionId)) continue;
+      await runtime.removeImage(image.id).catch(() => false);
+    }
   }
 
   private async exclusive<T>(sessionId: string, work: () => Promise<T>): Promise<T> {

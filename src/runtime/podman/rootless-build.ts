@@ -8,9 +8,9 @@
 // The images the build reads are copied in from the rootful store (oci-archive), the result copied back.
 import { execFile, spawn } from 'node:child_process';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { chmod, mkdir, mkdtemp, readFile, readdir, readlink, rm } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, readdir, readlink, rm, rmdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
 import { extract as extractTar } from 'tar';
@@ -20,6 +20,9 @@ import type { PodmanClient } from './client.js';
 const exec = promisify(execFile);
 /** Subordinate ids of the build user, when Berth creates them: this many from the base it is given. */
 const SUBORDINATE_IDS = 65_536;
+/** Processes a build may have at once (the containers' nproc ulimit). */
+const BUILD_PIDS = 4_096;
+const CPU_PERIOD_US = 100_000;
 
 export interface RootlessBuildRequest {
   readonly options: BuildOptions;
@@ -44,6 +47,9 @@ export async function buildRootless(client: PodmanClient, request: RootlessBuild
   });
   const sandbox = await mkdtemp(join(tmpdir(), sandboxPrefix(options)));
   const paths = { context: join(sandbox, 'context'), storage: join(sandbox, 'storage'), run: join(sandbox, 'run'), home: join(sandbox, 'home') };
+  // Rootless Podman cannot set limits on cgroups v1, so the whole build (Podman, runc, every step) runs in
+  // cgroups Berth makes for it: memory, pids and CPU bounded, and every process of it found for the kill.
+  let cgroups: string[] = [];
   let timedOut = false;
   let ended = false;
   // At the limit every process of the build's namespace is killed, again until the build has ended (a
@@ -52,16 +58,17 @@ export async function buildRootless(client: PodmanClient, request: RootlessBuild
     timedOut = true;
     void (async () => {
       while (!ended) {
-        await killNamespace(paths.run);
+        await killAll(paths.run, cgroups);
         await new Promise((resolve) => setTimeout(resolve, 200));
       }
     })();
   }, options.timeoutMs);
   const step = async (args: readonly string[]) => {
     if (timedOut) throw new BuildTimeoutError(options.timeoutMs);
-    return runPodman(options.buildUser, paths, args);
+    return runPodman(options.buildUser, paths, cgroups, args);
   };
   try {
+    cgroups = await createCgroups(basename(sandbox), options);
     for (const dir of Object.values(paths)) await mkdir(dir, { mode: 0o700 });
     await extractTar({ file: request.tarPath, cwd: paths.context, preserveOwner: false });
     await exec('chown', ['-R', `${ids.uid}:${ids.gid}`, sandbox]);
@@ -87,8 +94,9 @@ export async function buildRootless(client: PodmanClient, request: RootlessBuild
   } finally {
     ended = true;
     clearTimeout(killer);
-    await killNamespace(paths.run);
+    await killAll(paths.run, cgroups);
     await rm(sandbox, { recursive: true, force: true });
+    await removeCgroups(cgroups);
   }
 }
 
@@ -105,7 +113,7 @@ function buildArguments(options: BuildOptions, context: string): string[] {
 }
 
 /** Rootless Podman as the build user, confined to the sandbox's storage and runtime directory. */
-function runPodman(user: string, paths: { storage: string; run: string; home: string }, args: readonly string[]): Promise<{ code: number; output: string }> {
+function runPodman(user: string, paths: { storage: string; run: string; home: string }, cgroups: readonly string[], args: readonly string[]): Promise<{ code: number; output: string }> {
   const environment = [
     `HOME=${paths.home}`,
     `XDG_RUNTIME_DIR=${paths.run}`,
@@ -114,7 +122,11 @@ function runPodman(user: string, paths: { storage: string; run: string; home: st
   ];
   const global = ['--root', paths.storage, '--runroot', paths.run, '--storage-driver', 'vfs', '--cgroup-manager', 'cgroupfs', '--events-backend', 'file'];
   return new Promise((resolve, reject) => {
-    const child = spawn('runuser', ['-u', user, '--', 'env', '-i', ...environment, 'podman', ...global, ...args], {
+    // The shell enters the build's cgroups first, so that runuser and all it starts are in them from the start.
+    const enter = 'for group in $BERTH_BUILD_CGROUPS; do echo $$ > "$group/cgroup.procs"; done; exec "$@"';
+    const command = ['runuser', '-u', user, '--', 'env', '-i', ...environment, 'podman', ...global, ...args];
+    const child = spawn('sh', ['-c', enter, 'sh', ...command], {
+      env: { ...process.env, BERTH_BUILD_CGROUPS: cgroups.join(' ') },
       stdio: ['ignore', 'pipe', 'pipe'],
       cwd: paths.home,
     });
@@ -133,6 +145,69 @@ function runPodman(user: string, paths: { storage: string; run: string; home: st
 async function exportImage(client: PodmanClient, image: string, file: string): Promise<void> {
   const response = await client.request(`/images/${encodeURIComponent(image)}/get`, { query: { format: 'oci-archive' } });
   await pipeline(response.body, createWriteStream(file, { mode: 0o600 }));
+}
+
+/** cgroup v1 directories (memory, pids, cpu) under Berth's own, limited; none where the host has no such controller. */
+async function createCgroups(name: string, limits: Pick<BuildOptions, 'memoryBytes' | 'cpus'>): Promise<string[]> {
+  const own = await readFile('/proc/self/cgroup', 'utf8').catch(() => '');
+  const settings: Record<string, [string, string][]> = {
+    memory: [['memory.limit_in_bytes', String(limits.memoryBytes)], ['memory.memsw.limit_in_bytes', String(limits.memoryBytes)]],
+    pids: [['pids.max', String(BUILD_PIDS)]],
+    cpu: [['cpu.cfs_period_us', String(CPU_PERIOD_US)], ['cpu.cfs_quota_us', String(Math.round(limits.cpus * CPU_PERIOD_US))]],
+  };
+  const made: string[] = [];
+  try {
+    await fillCgroups(own, name, settings, made);
+  } catch (error) {
+    await removeCgroups(made);
+    throw error;
+  }
+  return made;
+}
+
+async function fillCgroups(own: string, name: string, settings: Record<string, [string, string][]>, made: string[]): Promise<void> {
+  for (const [controller, files] of Object.entries(settings)) {
+    const line = own.split('\n').find((entry) => entry.split(':')[1]?.split(',').includes(controller));
+    if (line === undefined) continue;
+    const dir = join('/sys/fs/cgroup', controller, line.split(':').slice(2).join(':'), name);
+    try {
+      await mkdir(dir);
+    } catch {
+      continue;
+    }
+    made.push(dir);
+    for (const [file, value] of files) {
+      // memsw exists only with swap accounting; the rest must take.
+      await writeFile(join(dir, file), value).catch((error: unknown) => {
+        if (!file.includes('memsw')) throw new RuntimeError(`cannot limit the build (${file}): ${(error as Error).message}`, false);
+      });
+    }
+  }
+}
+
+async function removeCgroups(cgroups: readonly string[]): Promise<void> {
+  for (const dir of cgroups) {
+    // A killed process leaves its cgroup a moment after the signal.
+    for (let attempt = 0; attempt < 50; attempt += 1) {
+      if (await rmdir(dir).then(() => true, () => false)) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
+
+/** Every process of the build: those in its cgroups and those in its user namespace. */
+async function killAll(runDir: string, cgroups: readonly string[]): Promise<void> {
+  for (const dir of cgroups) {
+    const pids = (await readFile(join(dir, 'cgroup.procs'), 'utf8').catch(() => '')).split('\n').filter(Boolean);
+    for (const pid of pids) {
+      try {
+        process.kill(Number(pid), 'SIGKILL');
+      } catch {
+        // Gone meanwhile.
+      }
+    }
+  }
+  await killNamespace(runDir);
 }
 
 /**
