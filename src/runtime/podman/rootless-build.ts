@@ -71,7 +71,7 @@ export async function buildRootless(client: PodmanClient, request: RootlessBuild
     cgroups = await createCgroups(basename(sandbox), options);
     for (const dir of Object.values(paths)) await mkdir(dir, { mode: 0o700 });
     await extractTar({ file: request.tarPath, cwd: paths.context, preserveOwner: false });
-    await exec('chown', ['-R', `${ids.uid}:${ids.gid}`, sandbox]);
+    await exec('chown', ['-R', '-h', `${ids.uid}:${ids.gid}`, sandbox]);
     await chmod(sandbox, 0o711);
     const podman = step;
     for (const [index, image] of request.images.entries()) {
