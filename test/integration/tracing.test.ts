@@ -52,13 +52,14 @@ describe('tracing', () => {
         SERVICE_TRACING_INSECURE: 'true',
         SERVICE_AUTH_ENABLED: 'true',
         SERVICE_JWT_SECRET: randomBytes(32).toString('hex'),
-        SERVICE_API_TOKENS: apiToken,
+        // The caller's sub, and so the traced enduser.id, is the API token's name.
+        SERVICE_API_TOKENS: `traced-caller:${apiToken}`,
         SERVICE_LOG_LEVEL: 'info',
         SERVICE_WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
       },
       { onLog: (record) => logs.push(record) },
     );
-    accessToken = (await t.request('POST', '/auth/token', { client_id: 'traced-caller' }, { authorization: `Bearer ${apiToken}` })).body.access_token;
+    accessToken = (await t.request('POST', '/auth/token', { client_id: 'tracing-test' }, { authorization: `Bearer ${apiToken}` })).body.access_token;
   });
   after(async () => {
     await t?.stop();
