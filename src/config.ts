@@ -550,6 +550,10 @@ export function loadConfig(env: Env = process.env): Config {
   if (config.agent.logMaxBytes < 64 * 1024) {
     throw new ConfigError('SERVICE_CONTAINER_LOG_MAX_BYTES', `"${read.optional('SERVICE_CONTAINER_LOG_MAX_BYTES')}" is below the minimum of 64k`);
   }
+  // Passed to useradd/runuser: a plain system user name, never an option.
+  if (!/^[a-z_][a-z0-9_-]{0,31}$/.test(config.compose.buildUser)) {
+    throw new ConfigError('SERVICE_COMPOSE_BUILD_USER', `"${config.compose.buildUser}" is not a user name (lower-case letters, digits, "_" and "-", at most 32)`);
+  }
   return deepFreeze(config);
 }
 
