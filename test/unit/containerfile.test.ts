@@ -36,3 +36,16 @@ test('what a build may not do is refused naming the line', () => {
   ];
   for (const [text, expected] of refused) assert.throws(() => refs(text), (error: unknown) => error instanceof ContainerfileError && expected.test(error.message), text);
 });
+
+test('a context link points outside when absolute or up past the root; built image references are recognised in every form', async () => {
+  const { pointsOutside } = await import('../../src/runtime/podman/image-build.js');
+  const { isBuiltImageReference } = await import('../../src/core/compose/stack-definition.js');
+  assert.equal(pointsOutside('./hostroot', '/'), true);
+  assert.equal(pointsOutside('a/b', '../../..'), true);
+  assert.equal(pointsOutside('./a/b', '../c'), false);
+  assert.equal(pointsOutside('a', 'b/../../x'), true);
+  for (const reference of ['localhost/berth-build-app:1', 'berth-build-app:1', 'docker.io/library/berth-build-x', 'LOCALHOST/BERTH-BUILD-APP']) {
+    assert.equal(isBuiltImageReference(reference), true, reference);
+  }
+  assert.equal(isBuiltImageReference('localhost/berth-agent:0.1.0-alpha'), false);
+});
