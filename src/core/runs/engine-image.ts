@@ -3,7 +3,10 @@
 // life of the process (runtime mountImageTree says why). Not mounted (SERVICE_AGENT_MOUNT_CLAUDE_CLI=false):
 // agent images bring the engine themselves, and nothing is needed here.
 import type { Logger } from 'pino';
+import { chmod } from 'node:fs/promises';
+import { join, relative } from 'node:path';
 import { IMAGE_TREE_LABEL, type ContainerRuntime, type MountedImageTree } from '../../runtime/container-runtime.js';
+import { ENGINE_BINARY, ENGINE_MOUNT } from '../../engine/layout.js';
 
 export interface EngineImageSettings {
   readonly image: string;
@@ -45,6 +48,26 @@ export async function prepareEngineImage(runtime: ContainerRuntime, settings: En
     .catch((error: unknown) => {
       throw new Error(`the engine image ${image} cannot be mounted (${(error as Error).message})`, { cause: error });
     });
+  try {
+    await makeExecuteOnly(tree.path);
+  } catch (error) {
+    await tree.release().catch(() => undefined);
+    throw new Error(`the engine binary of ${image} cannot be made execute-only (${(error as Error).message})`, { cause: error });
+  }
   log.info({ image, tree: tree.path }, 'engine image mounted for the lifetime of this process');
   return tree;
+}
+
+/**
+ * The engine runs as the container's user, and so does every command it runs for the model. An engine
+ * binary that user may execute but not read makes the kernel mark the engine's process non-dumpable at its
+ * execve: its /proc/<pid>/fd (its stdout), its memory and ptrace are closed to every process of the
+ * container without CAP_SYS_PTRACE (they all lack it). Code in the container can then neither write
+ * forged stream-json lines (a `result` ending the turn) into the engine's output, nor stop the engine by
+ * attaching to it (issue 23, findings 4 and 6). The chmod is made in the holder container's own layer
+ * (a copy-up once per start); the image is unchanged.
+ */
+async function makeExecuteOnly(treePath: string): Promise<void> {
+  const binary = join(treePath, relative(ENGINE_MOUNT, ENGINE_BINARY));
+  await chmod(binary, 0o711);
 }
