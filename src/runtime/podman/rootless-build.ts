@@ -8,7 +8,7 @@
 // The images the build reads are copied in from the rootful store (oci-archive), the result copied back.
 import { execFile, spawn } from 'node:child_process';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { chmod, mkdir, mkdtemp, readFile, readdir, readlink, rm, rmdir, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, mkdtemp, readFile, readdir, readlink, rm, rmdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -63,17 +63,20 @@ export async function buildRootless(client: PodmanClient, request: RootlessBuild
       }
     })();
   }, options.timeoutMs);
-  const step = async (args: readonly string[]) => {
+  const step = async (args: readonly string[], containersConf: string | undefined) => {
     if (timedOut) throw new BuildTimeoutError(options.timeoutMs);
-    return runPodman(options.buildUser, paths, cgroups, args);
+    return runPodman(options.buildUser, paths, cgroups, containersConf, args);
   };
   try {
     cgroups = await createCgroups(basename(sandbox), options);
     for (const dir of Object.values(paths)) await mkdir(dir, { mode: 0o700 });
     await extractTar({ file: request.tarPath, cwd: paths.context, preserveOwner: false });
+    // Berth's containers.conf (runc, explicit ulimits) may lie where the build user cannot read it: a copy.
+    const containersConf = process.env.CONTAINERS_CONF ? join(paths.home, 'containers.conf') : undefined;
+    if (containersConf) await copyFile(process.env.CONTAINERS_CONF!, containersConf);
     await exec('chown', ['-R', '-h', `${ids.uid}:${ids.gid}`, sandbox]);
     await chmod(sandbox, 0o711);
-    const podman = step;
+    const podman = (args: readonly string[]) => step(args, containersConf);
     for (const [index, image] of request.images.entries()) {
       const archive = join(sandbox, `base-${index}.tar`);
       await exportImage(client, image, archive);
@@ -113,12 +116,18 @@ function buildArguments(options: BuildOptions, context: string): string[] {
 }
 
 /** Rootless Podman as the build user, confined to the sandbox's storage and runtime directory. */
-function runPodman(user: string, paths: { storage: string; run: string; home: string }, cgroups: readonly string[], args: readonly string[]): Promise<{ code: number; output: string }> {
+function runPodman(
+  user: string,
+  paths: { storage: string; run: string; home: string },
+  cgroups: readonly string[],
+  containersConf: string | undefined,
+  args: readonly string[],
+): Promise<{ code: number; output: string }> {
   const environment = [
     `HOME=${paths.home}`,
     `XDG_RUNTIME_DIR=${paths.run}`,
     'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
-    ...(process.env.CONTAINERS_CONF ? [`CONTAINERS_CONF=${process.env.CONTAINERS_CONF}`] : []),
+    ...(containersConf ? [`CONTAINERS_CONF=${containersConf}`] : []),
   ];
   const global = ['--root', paths.storage, '--runroot', paths.run, '--storage-driver', 'vfs', '--cgroup-manager', 'cgroupfs', '--events-backend', 'file'];
   return new Promise((resolve, reject) => {
