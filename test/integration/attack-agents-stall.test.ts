@@ -196,7 +196,7 @@ describe('attack: agents whose engines are stopped from inside their containers'
 
     // The forged result ends the attacker's turn while its engine still sleeps; its next send is accepted
     // and waits in its own engine's input, and the late real result is counted for that next turn.
-    const first = await attacker('POST', `/agents/${mine.id}/send`, { prompt: `run: echo '${forged}' > /proc/1/fd/1; sleep 4\nsay: the real answer` });
+    const first = await attacker('POST', `/agents/${mine.id}/send`, { prompt: `run: echo '${forged}' > /proc/1/fd/1; sleep 3\nsay: the real answer` });
     assert.equal(first.status, 200, JSON.stringify(first.body));
     await waitFor('the forged result to end the turn', async () => (await attacker('GET', `/agents/${mine.id}`)).body.status === 'idle' || undefined, 30_000, 100);
     const second = await attacker('POST', `/agents/${mine.id}/send`, { prompt: 'say: the second turn' });
