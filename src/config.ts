@@ -137,6 +137,10 @@ export interface Config {
     readonly maxContextBytes: number;
     /** The unprivileged system user whose rootless Podman runs builds (created when missing). */
     readonly buildUser: string;
+    /** A stack's own file system: everything its services can write (runtime/stack-disk.ts, docs/disk.md). */
+    readonly stackDiskBytes: number;
+    /** A build's own file system: its sandbox with the images it reads and makes (runtime/podman/rootless-build.ts). */
+    readonly buildDiskBytes: number;
   };
   /** Persistent agents (docs/agents.md). */
   readonly agents: {
@@ -487,6 +491,8 @@ export function loadConfig(env: Env = process.env): Config {
       allowBuild: read.bool('SERVICE_COMPOSE_ALLOW_BUILD', false),
       maxContextBytes: read.memory('SERVICE_COMPOSE_MAX_CONTEXT_BYTES', '256m'),
       buildUser: read.string('SERVICE_COMPOSE_BUILD_USER', 'berth-build'),
+      stackDiskBytes: read.memory('SERVICE_COMPOSE_STACK_DISK', '4g'),
+      buildDiskBytes: read.memory('SERVICE_COMPOSE_BUILD_DISK', '8g'),
     },
     agents: {
       maxSubscribers: read.int('SERVICE_AGENT_MAX_SUBSCRIBERS', 8, 1, 10_000),
@@ -549,6 +555,10 @@ export function loadConfig(env: Env = process.env): Config {
   // conmon refuses a log cap under 8 KiB; 64 KiB keeps a few of the engine's lines.
   if (config.agent.logMaxBytes < 64 * 1024) {
     throw new ConfigError('SERVICE_CONTAINER_LOG_MAX_BYTES', `"${read.optional('SERVICE_CONTAINER_LOG_MAX_BYTES')}" is below the minimum of 64k`);
+  }
+  // A disk smaller than this is mostly its own file system's metadata (runtime/run-disk.ts).
+  for (const [name, bytes] of [['SERVICE_COMPOSE_STACK_DISK', config.compose.stackDiskBytes], ['SERVICE_COMPOSE_BUILD_DISK', config.compose.buildDiskBytes]] as const) {
+    if (bytes < 64 * 1024 ** 2) throw new ConfigError(name, `"${read.optional(name)}" is below the minimum of 64m`);
   }
   // Passed to useradd/runuser: a plain system user name, never an option.
   if (!/^[a-z_][a-z0-9_-]{0,31}$/.test(config.compose.buildUser)) {

@@ -23,6 +23,8 @@ import { prepareEngineImage } from './core/runs/engine-image.js';
 import { withTranslatedErrors } from './core/runtime-errors.js';
 import { VolumeStaging } from './runtime/volume-staging.js';
 import { LoopDisks } from './runtime/run-disk.js';
+import { removeLeftoverBuilds } from './runtime/podman/rootless-build.js';
+import { StackDisks } from './runtime/stack-disk.js';
 import { reapLeftovers } from './core/reaper.js';
 import { SessionStore } from './core/sessions/session-store.js';
 import { SessionService } from './core/sessions/session-service.js';
@@ -136,6 +138,9 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       ...agentStore.live().flatMap((agent) => [agent.runId, agent.inputsId]),
     ]);
     await reapLeftovers(runtime, config.instanceName, logger, liveRuns);
+    // Builds a killed process left: their processes, disks (SERVICE_COMPOSE_BUILD_DISK) and sandboxes.
+    const leftoverBuilds = await removeLeftoverBuilds(config.instanceName);
+    if (leftoverBuilds.length > 0) logger.warn({ sandboxes: leftoverBuilds }, 'removed the sandboxes of builds a previous process left');
 
     // Every run writes only to a file system of its own container.disk size (runtime/run-disk.ts, docs/disk.md).
     const noDisks = await LoopDisks.unavailable();
@@ -224,10 +229,14 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     await volumeStaging.init();
     // Compose stacks belong to sessions: adopted at start, left running at stop (docs/compose.md).
     const slots = new ContainerSlots({ total: config.maxContainers, perCaller: config.maxContainersPerCaller });
+    // Everything a stack's services write is on the stack's disk (runtime/stack-disk.ts, docs/disk.md).
+    const stackDisks = noDisks === undefined ? new StackDisks(join(config.agent.sessionsDir, '.stacks'), new LoopDisks(), config.compose.stackDiskBytes) : undefined;
+    await stackDisks?.init();
     const stacks = new Stacks({
       runtime,
       staging: volumeStaging,
       slots,
+      ...(stackDisks ? { disks: stackDisks } : {}),
       settings: {
         instanceName: config.instanceName,
         userNamespace: containerSettings.userNamespace,
@@ -242,6 +251,8 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
         buildUser: config.compose.buildUser,
         buildMemoryBytes: config.agent.maxMemoryBytes,
         buildCpus: config.agent.maxCpus,
+        // Rootful builds run in a sandbox on a disk of this size (runtime/podman/rootless-build.ts).
+        ...(noDisks === undefined ? { buildDiskBytes: config.compose.buildDiskBytes } : {}),
         imagePolicy: { allowedPatterns: config.agent.allowedImagePatterns, defaultImage: config.agent.image },
       },
       log: logger,

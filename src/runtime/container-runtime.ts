@@ -166,6 +166,11 @@ export interface BuildOptions {
   readonly memoryBytes: number;
   readonly cpus: number;
   /**
+   * The build's sandbox (context, storage of the images it reads and makes, every step's writes, the saved
+   * result) is a file system of this size (runtime/run-disk.ts); undefined: the host cannot make one.
+   */
+  readonly diskBytes?: number;
+  /**
    * Sees the Containerfile exactly as it will be built, before Podman gets anything; rejects to refuse the
    * build, or answers the local images (normalised references) it reads.
    */
@@ -370,7 +375,13 @@ export interface ContainerRuntime {
   createNetwork(name: string, labels: Readonly<Record<string, string>>): Promise<void>;
   removeNetwork(name: string): Promise<void>;
   listNetworks(label: string): Promise<LabelledObject[]>;
-  createVolume(name: string, labels: Readonly<Record<string, string>>): Promise<void>;
+  /**
+   * `backingDir` (a directory as Berth sees it, e.g. on a stack's disk): holds the volume's data instead of
+   * Podman's storage; it is bind-mounted onto the volume's own directory, so Podman still copies the image's
+   * content up into it and gives it to the container's user. Unbound again by removeVolume.
+   */
+  createVolume(name: string, labels: Readonly<Record<string, string>>, backingDir?: string): Promise<void>;
+  /** Removes the volume (unbinding its backing directory first); also when a container still uses it. */
   removeVolume(name: string): Promise<void>;
   listVolumes(label: string): Promise<LabelledObject[]>;
   secretExists(name: string): Promise<boolean>;

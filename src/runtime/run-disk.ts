@@ -27,8 +27,11 @@ export type WritablePlace = (typeof WRITABLE_PLACES)[number];
 
 /** Makes, mounts and releases run disks; one implementation (loop ext4), a fake in unit tests. */
 export interface RunDisks {
-  /** Creates a file system of `bytes` and mounts it at `mountPoint` (created; must not exist), world-writable. */
-  create(mountPoint: string, bytes: number): Promise<void>;
+  /**
+   * Creates a file system of `bytes` and mounts it at `mountPoint` (created; must not exist), world-writable
+   * with the run's writable places; `bare`: only the empty file system, its root root's (stacks, builds).
+   */
+  create(mountPoint: string, bytes: number, options?: { readonly bare?: boolean }): Promise<void>;
   /** Unmounts the disk at `mountPoint` (if mounted) and removes its image; the mount point stays. Idempotent. */
   release(mountPoint: string): Promise<void>;
 }
@@ -47,7 +50,7 @@ export class LoopDisks implements RunDisks {
     return run('mkfs.ext4', ['-V']).then(() => undefined, () => 'mkfs.ext4 is missing (Debian package e2fsprogs)');
   }
 
-  async create(mountPoint: string, bytes: number): Promise<void> {
+  async create(mountPoint: string, bytes: number, options: { readonly bare?: boolean } = {}): Promise<void> {
     const image = `${mountPoint}${DISK_IMAGE_SUFFIX}`;
     // 'wx': a leftover image of the same name is never reused (its file system is not ours to trust).
     const file = await open(image, 'wx', 0o600);
@@ -66,6 +69,7 @@ export class LoopDisks implements RunDisks {
       // Written by whichever user the image runs as (mapped to unprivileged host ids); only Berth reaches the
       // mount point's parent on the host.
       await rm(join(mountPoint, 'lost+found'), { recursive: true, force: true });
+      if (options.bare === true) return;
       await chmod(mountPoint, 0o777);
       await mkdir(join(mountPoint, WRITABLE_DIR), { mode: 0o755 });
       for (const place of WRITABLE_PLACES) {

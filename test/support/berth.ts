@@ -11,6 +11,9 @@ import { startBerth, type RunningBerth } from '../../src/server.js';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { INSTANCE_LABEL, STACK_INSTANCE_LABEL } from '../../src/runtime/container-runtime.js';
+import { unbindVolumeData } from '../../src/runtime/podman/volume-backing.js';
+import { LoopDisks } from '../../src/runtime/run-disk.js';
+import { StackDisks } from '../../src/runtime/stack-disk.js';
 
 const exec = promisify(execFile);
 import { traceFields } from '../../src/logging.js';
@@ -40,12 +43,23 @@ export async function stackResourcesOf(instance: string): Promise<{ containers: 
   };
 }
 
-/** Removes every container, volume and network of an instance's compose stacks. */
-export async function removeStacksOf(instance: string): Promise<void> {
+/**
+ * Removes every container, volume and network of an instance's compose stacks, and (given their directory)
+ * the stacks' disks: their volumes' data directories unbound first (runtime/podman/volume-backing.ts).
+ */
+export async function removeStacksOf(instance: string, stackDisksDir?: string): Promise<void> {
   const { containers, volumes, networks } = await stackResourcesOf(instance);
   if (containers.length > 0) await exec('podman', ['rm', '--force', '--volumes', ...containers]);
+  for (const volume of volumes) {
+    const { stdout } = await exec('podman', ['volume', 'inspect', '--format', '{{.Mountpoint}}', volume]);
+    await unbindVolumeData(stdout.trim());
+  }
   if (volumes.length > 0) await exec('podman', ['volume', 'rm', '--force', ...volumes]);
   if (networks.length > 0) await exec('podman', ['network', 'rm', '--force', ...networks]);
+  if (stackDisksDir !== undefined) {
+    const disks = new StackDisks(stackDisksDir, new LoopDisks(), 0);
+    for (const sessionId of await disks.sessions()) await disks.release(sessionId);
+  }
 }
 
 /**
@@ -124,7 +138,7 @@ export async function startTestBerth(env: Record<string, string> = {}, options: 
       await berth.stop();
       // Compose stacks outlive a stop (they belong to sessions); when this test Berth's sessions go with its
       // directory, its stacks go too, as the next start of the instance would remove them.
-      if (config.agent.sessionsDir.startsWith(`${dir}/`)) await removeStacksOf(instance);
+      if (config.agent.sessionsDir.startsWith(`${dir}/`)) await removeStacksOf(instance, join(config.agent.sessionsDir, '.stacks'));
       await rm(dir, { recursive: true, force: true });
     },
   };

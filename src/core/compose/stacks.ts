@@ -9,12 +9,17 @@
 //
 // Every service container holds a container slot of the session's owner (SERVICE_MAX_CONTAINERS and
 // SERVICE_MAX_CONTAINERS_PER_CALLER), reserved before anything is created and released with the stack.
+//
+// Everything a stack's services can write is on the stack's own disk (runtime/stack-disk.ts,
+// SERVICE_COMPOSE_STACK_DISK): their root file systems are read-only, and their named volumes and their
+// /tmp, /var/tmp and /run are volumes whose data lives on that disk. The disk lives as long as the stack.
 import type { Logger } from 'pino';
 import { BerthError, errors } from '../../errors.js';
 import {
   BuildContextError, BuildTimeoutError, STACK_BUILD_LABEL, STACK_HASH_LABEL, STACK_INSTANCE_LABEL, STACK_LABEL,
   type ContainerRuntime, type NetworkAttachment, type ServiceContainerSpec, type UserNamespace, type VolumeMountSpec,
 } from '../../runtime/container-runtime.js';
+import type { StackDisks } from '../../runtime/stack-disk.js';
 import type { VolumeStaging } from '../../runtime/volume-staging.js';
 import { formatDuration } from '../../units.js';
 import type { EnvironmentPlan } from '../run-plan.js';
@@ -41,6 +46,8 @@ export interface StacksSettings {
   readonly maxContextBytes: number;
   /** The unprivileged system user whose rootless Podman runs builds (SERVICE_COMPOSE_BUILD_USER). */
   readonly buildUser: string;
+  /** The size of a build's own file system (SERVICE_COMPOSE_BUILD_DISK); undefined: the host cannot make one. */
+  readonly buildDiskBytes?: number;
   /** The images a build may start from (SERVICE_AGENT_ALLOWED_IMAGE_PATTERNS). */
   readonly imagePolicy: ImagePolicy;
 }
@@ -50,6 +57,8 @@ export interface StacksDependencies {
   readonly staging: VolumeStaging;
   /** Where service containers count (the runs' and agents' slots). */
   readonly slots: ContainerSlots;
+  /** Each stack's disk (SERVICE_COMPOSE_STACK_DISK); undefined when the host cannot make disks (rootless). */
+  readonly disks?: StackDisks;
   readonly settings: StacksSettings;
   readonly log: Logger;
   /** Stack count changes, for /metrics. */
@@ -108,6 +117,14 @@ function volumeName(sessionId: string, volume: string): string {
   return `berth-stack-${sessionId}-${volume}`;
 }
 
+/** The places of a service's file system it may write besides its volumes, each a volume on the stack's disk. */
+const SERVICE_WRITABLE_PLACES = [['/tmp', 'tmp'], ['/var/tmp', 'var-tmp'], ['/run', 'run']] as const;
+
+/** `berth-stackfs-…` never equals a `berth-stack-<session id>-…` name of a compose volume. */
+function placeVolumeName(sessionId: string, service: string, place: string): string {
+  return `berth-stackfs-${sessionId}-${service}-${place}`;
+}
+
 export class Stacks {
   private readonly live = new Map<string, LiveStack>();
   /** Per session: the operation in progress (bring-up, removal), so two never interleave. */
@@ -140,8 +157,12 @@ export class Stacks {
           .map((container) => container.labels[SERVICE_LABEL] ?? '')
           .filter(Boolean);
         const owner = network.labels[OWNER_LABEL] ?? '';
-        const slots = this.reserve(owner, services.length, false);
-        if (slots) {
+        // A stack whose disk is gone (the host restarted) would write to Podman's storage unbounded: not kept.
+        const diskKept = this.deps.disks === undefined || (await this.deps.disks.mounted(sessionId));
+        const slots = diskKept ? this.reserve(owner, services.length, false) : undefined;
+        if (!diskKept) {
+          this.deps.log.warn({ sessionId }, 'removing a compose stack whose disk is no longer mounted (SERVICE_COMPOSE_STACK_DISK)');
+        } else if (slots) {
           // Last use before the restart is not known: the TTL counts from now.
           this.live.set(sessionId, { sessionId, owner, hash: network.labels[STACK_HASH_LABEL] ?? '', slots, services, users: 0, lastUsedMs: Date.now() });
           continue;
@@ -151,6 +172,10 @@ export class Stacks {
         this.deps.log.warn({ sessionId }, 'removing a compose stack whose session is gone (or which was left half-created)');
       }
       await this.removeResources(sessionId);
+    }
+    // Disks of stacks that no longer exist (a process killed while it made or removed one).
+    for (const sessionId of (await this.deps.disks?.sessions()) ?? []) {
+      if (!this.live.has(sessionId)) await this.deps.disks!.release(sessionId);
     }
     this.countChanged();
     const every = Math.max(1_000, Math.min(60_000, settings.ttlMs));
@@ -280,11 +305,13 @@ export class Stacks {
       const deadline = Date.now() + plan.healthTimeoutMs;
       await phases.measure('compose_start', async () => {
         await runtime.createNetwork(stackNetworkName(sessionId), { ...labels, [STACK_HASH_LABEL]: definition.hash, [OWNER_LABEL]: owner });
-        for (const volume of definition.volumes) await runtime.createVolume(volumeName(sessionId, volume), labels);
-        // Registered before any container exists: a failure below removes what was made (also after a crash, at start).
+        // Registered before its disk or any container exists: a failure below removes what was made (also
+        // after a crash, at start).
         this.live.set(sessionId, { sessionId, owner, hash: definition.hash, slots, services: definition.sidecars.map((s) => s.name), users: 0, lastUsedMs: Date.now() });
         registered = true;
         this.countChanged();
+        await this.deps.disks?.create(sessionId);
+        for (const volume of definition.volumes) await this.createVolume(sessionId, volumeName(sessionId, volume));
         for (const service of definition.sidecars) {
           for (const dependency of service.dependsOn) {
             await this.waitFor(sessionId, definition, dependency.service, dependency.condition, deadline, plan);
@@ -298,6 +325,12 @@ export class Stacks {
       await this.removeNow(sessionId).catch((cleanup: unknown) => this.deps.log.error({ err: cleanup, sessionId }, 'removing a failed stack failed'));
       throw error;
     }
+  }
+
+  /** A volume of the stack, its data on the stack's disk when there is one. */
+  private async createVolume(sessionId: string, name: string): Promise<void> {
+    const backing = this.deps.disks ? await this.deps.disks.volumeDir(sessionId, name) : undefined;
+    await this.deps.runtime.createVolume(name, this.labels(sessionId), backing);
   }
 
   /**
@@ -365,6 +398,7 @@ export class Stacks {
           buildUser: settings.buildUser,
           memoryBytes: settings.buildMemoryBytes,
           cpus: settings.buildCpus,
+          ...(settings.buildDiskBytes !== undefined ? { diskBytes: settings.buildDiskBytes } : {}),
           checkContainerfile: buildContainerfileCheck({ runtime, policy: settings.imagePolicy, args: image.args, at: `${at}.dockerfile "${image.dockerfile}"` }),
         });
         if (previous && previous.id !== built) await runtime.removeImage(previous.id).catch(() => false);
@@ -395,6 +429,16 @@ export class Stacks {
       throw errors.invalid(`container.environment: services.${service.name}.volumes: ${(error as Error).message}`);
     });
     try {
+      // The service's root file system is read-only; /tmp, /var/tmp and /run are volumes of its own on the
+      // stack's disk (Podman copies the image's content of them up, e.g. a /run/postgresql), unless the
+      // compose file mounts something there itself.
+      const places: VolumeMountSpec[] = [];
+      for (const [containerPath, place] of SERVICE_WRITABLE_PLACES) {
+        if (service.mounts.some((mount) => mount.containerPath === containerPath)) continue;
+        const volume = placeVolumeName(sessionId, service.name, place);
+        await this.createVolume(sessionId, volume);
+        places.push({ volume, containerPath, readOnly: false });
+      }
       const spec: ServiceContainerSpec = {
         name: containerName(sessionId, service.name),
         image: service.image.kind === 'build' ? sessionImageTag(definition, service.name, sessionId) : service.image.reference,
@@ -406,9 +450,12 @@ export class Stacks {
         ...(service.hostname !== undefined ? { hostname: service.hostname } : {}),
         labels: { ...service.labels, ...this.labels(sessionId), [SERVICE_LABEL]: service.name },
         bindMounts: binds.map((mount, index) => ({ hostPath: staged.hostPaths[index]!, containerPath: mount.containerPath, readOnly: mount.readOnly, options: [] })),
-        volumeMounts: service.mounts.flatMap((mount) =>
-          mount.kind === 'volume' ? [{ volume: volumeName(sessionId, mount.volume), containerPath: mount.containerPath, readOnly: mount.readOnly }] : [],
-        ),
+        volumeMounts: [
+          ...service.mounts.flatMap((mount) =>
+            mount.kind === 'volume' ? [{ volume: volumeName(sessionId, mount.volume), containerPath: mount.containerPath, readOnly: mount.readOnly }] : [],
+          ),
+          ...places,
+        ],
         network: service.noNetwork ? undefined : { name: stackNetworkName(sessionId), aliases: [service.name] },
         ...(service.healthcheck ? { healthcheck: service.healthcheck } : {}),
         restart: service.restart,
@@ -522,6 +569,8 @@ export class Stacks {
         if (await runtime.removeImage(image.id).catch(() => false)) images += 1;
       }
     }
+    // Last: nothing of the stack uses its disk any more.
+    await this.deps.disks?.release(sessionId);
     return containers.length + volumes.length + networks.length + images > 0;
   }
 

@@ -82,6 +82,11 @@ export function toServiceSpecGenerator(spec: ServiceContainerSpec): Record<strin
     stdin: false,
     terminal: false,
     remove: false,
+    // A service writes only where the stack gives it room (core/compose/stacks.ts: its named volumes and its
+    // /tmp, /var/tmp and /run, all on the stack's disk); without Podman's tmpfs beside them. The image's own
+    // VOLUMEs become tmpfs (pages counted in the service's memory limit), never unbounded anonymous volumes.
+    read_only_filesystem: true,
+    image_volume_mode: 'tmpfs',
   };
 }
 

@@ -21,6 +21,7 @@ import { buildImage } from './image-build.js';
 import { PodmanApiError, PodmanClient } from './client.js';
 import { logConfiguration, toServiceSpecGenerator, toSpecGenerator } from './container-spec.js';
 import { demultiplex } from './multiplexed-stream.js';
+import { bindVolumeData, unbindVolumeData } from './volume-backing.js';
 import { isRegistryNotFound, readPullStream } from './pull-stream.js';
 import { kernelLoggedOomKill } from '../kernel-oom-log.js';
 import { BridgeAddresses } from './bridge-address.js';
@@ -507,11 +508,20 @@ export class PodmanRuntime implements ContainerRuntime {
     return found.map((network) => ({ name: network.name, labels: network.labels ?? {} }));
   }
 
-  async createVolume(name: string, labels: Readonly<Record<string, string>>): Promise<void> {
-    await this.client.call('/volumes/create', { method: 'POST', json: { Name: name, Label: labels } });
+  async createVolume(name: string, labels: Readonly<Record<string, string>>, backingDir?: string): Promise<void> {
+    const created = await this.client.json<{ Mountpoint: string }>('/volumes/create', { method: 'POST', json: { Name: name, Label: labels } });
+    if (backingDir === undefined) return;
+    // Bound before any container can use it (./volume-backing.ts); a volume that cannot be bound is not kept.
+    await bindVolumeData(backingDir, created.Mountpoint).catch(async (error: unknown) => {
+      await this.removeVolume(name).catch(() => undefined);
+      throw error;
+    });
   }
 
   async removeVolume(name: string): Promise<void> {
+    const volume = await this.client.jsonIfFound<{ Mountpoint: string }>(`/volumes/${encodeURIComponent(name)}/json`);
+    if (volume === undefined) return;
+    await unbindVolumeData(volume.Mountpoint);
     await this.client.call(`/volumes/${encodeURIComponent(name)}`, { method: 'DELETE', query: { force: true }, accept: [404] });
   }
 

@@ -6,15 +6,20 @@
 // its subordinate range. Each build gets a sandbox of its own (context, storage, runtime directory) that is
 // removed afterwards together with every process of the build's user namespace: nothing outlives a build.
 // The images the build reads are copied in from the rootful store (oci-archive), the result copied back.
+// The sandbox is a file system of its own (runtime/run-disk.ts, SERVICE_COMPOSE_BUILD_DISK): the copies of
+// the images read, vfs storage (every layer a full copy), every step's writes and the saved result share
+// it, so a build that writes more fails with ENOSPC instead of filling the host's disk.
 import { execFile, spawn } from 'node:child_process';
 import { createReadStream, createWriteStream } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { chmod, copyFile, mkdir, mkdtemp, readFile, readdir, readlink, rm, rmdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
 import { extract as extractTar } from 'tar';
-import { BuildTimeoutError, RuntimeError, sandboxPrefix, type BuildOptions } from '../container-runtime.js';
+import { BuildTimeoutError, RuntimeError, STACK_INSTANCE_LABEL, sandboxPrefix, type BuildOptions } from '../container-runtime.js';
+import { DISK_IMAGE_SUFFIX, LoopDisks, isMountPoint } from '../run-disk.js';
 import type { PodmanClient } from './client.js';
 
 const exec = promisify(execFile);
@@ -45,7 +50,7 @@ export async function buildRootless(client: PodmanClient, request: RootlessBuild
     userReady = undefined;
     throw error;
   });
-  const sandbox = await mkdtemp(join(tmpdir(), sandboxPrefix(options)));
+  const sandbox = await makeSandbox(options);
   const paths = { context: join(sandbox, 'context'), storage: join(sandbox, 'storage'), run: join(sandbox, 'run'), home: join(sandbox, 'home') };
   // Rootless Podman cannot set limits on cgroups v1, so the whole build (Podman, runc, every step) runs in
   // cgroups Berth makes for it: memory, pids and CPU bounded, and every process of it found for the kill.
@@ -86,10 +91,10 @@ export async function buildRootless(client: PodmanClient, request: RootlessBuild
     }
     const built = await podman(buildArguments(options, paths.context));
     if (timedOut) throw new BuildTimeoutError(options.timeoutMs);
-    if (built.code !== 0) throw new RuntimeError(`the build failed (exit ${built.code}) (last output: ${request.tail(built.output)})`, false);
+    if (built.code !== 0) throw new RuntimeError(`the build failed (exit ${built.code})${diskFull(built.output, options)} (last output: ${request.tail(built.output)})`, false);
     const result = join(sandbox, 'result.tar');
     const saved = await podman(['save', '--quiet', '--format', 'oci-archive', '--output', result, options.tag]);
-    if (saved.code !== 0) throw new RuntimeError(`the built image could not be saved: ${request.tail(saved.output)}`, false);
+    if (saved.code !== 0) throw new RuntimeError(`the built image could not be saved${diskFull(saved.output, options)}: ${request.tail(saved.output)}`, false);
     await client.call('/images/load', { method: 'POST', body: createReadStream(result), contentType: 'application/x-tar' });
   } catch (error) {
     if (timedOut) throw new BuildTimeoutError(options.timeoutMs);
@@ -98,9 +103,56 @@ export async function buildRootless(client: PodmanClient, request: RootlessBuild
     ended = true;
     clearTimeout(killer);
     await killAll(paths.run, cgroups);
-    await rm(sandbox, { recursive: true, force: true });
+    await removeSandbox(sandbox);
     await removeCgroups(cgroups);
   }
+}
+
+/** The build's sandbox: a directory only Berth can reach, mounted on a disk of its own when it has a size. */
+async function makeSandbox(options: BuildOptions): Promise<string> {
+  if (options.diskBytes === undefined) return mkdtemp(join(tmpdir(), sandboxPrefix(options)));
+  const sandbox = join(tmpdir(), `${sandboxPrefix(options)}${randomBytes(6).toString('hex')}`);
+  // A failed creation leaves nothing (LoopDisks.create removes its image); the empty mount point goes too.
+  await new LoopDisks().create(sandbox, options.diskBytes, { bare: true }).catch(async (error: unknown) => {
+    await rmdir(sandbox).catch(() => undefined);
+    throw new RuntimeError(`the build's disk could not be made: ${(error as Error).message}`, false);
+  });
+  return sandbox;
+}
+
+/** Removes a sandbox: its disk unmounted (after every process of the build was killed), its image and directory. */
+async function removeSandbox(sandbox: string): Promise<void> {
+  if (await isMountPoint(sandbox)) await new LoopDisks().release(sandbox);
+  await rm(sandbox, { recursive: true, force: true });
+  await rm(`${sandbox}${DISK_IMAGE_SUFFIX}`, { force: true });
+}
+
+/** What a build's error says when its output shows it ran out of its disk. */
+function diskFull(output: string, options: BuildOptions): string {
+  if (options.diskBytes === undefined || !/no space left on device/i.test(output)) return '';
+  return `: it ran out of its disk of ${Math.round(options.diskBytes / 1024 ** 2)} MiB (SERVICE_COMPOSE_BUILD_DISK: the images it reads, every step's writes and the built image share it)`;
+}
+
+/**
+ * At start: the sandboxes of builds a killed process of this instance left (directories and disk images named
+ * after the instance under the temporary directory): their processes killed, disks unmounted, all removed.
+ */
+export async function removeLeftoverBuilds(instanceName: string): Promise<string[]> {
+  const prefix = sandboxPrefix({ labels: { [STACK_INSTANCE_LABEL]: instanceName } });
+  const removed: string[] = [];
+  for (const name of await readdir(tmpdir()).catch(() => [] as string[])) {
+    // Exactly the names this module and image-build.ts make: never another instance whose name starts alike.
+    if (!name.startsWith(prefix) || !/^(?:[0-9a-f]{12}|[A-Za-z0-9]{6}|context-[A-Za-z0-9]{6})(?:\.disk)?$/.test(name.slice(prefix.length))) continue;
+    const sandbox = name.endsWith(DISK_IMAGE_SUFFIX) ? name.slice(0, -DISK_IMAGE_SUFFIX.length) : name;
+    const path = join(tmpdir(), sandbox);
+    if (removed.includes(path)) continue;
+    const cgroups = await existingCgroups(sandbox);
+    await killAll(join(path, 'run'), cgroups);
+    await removeSandbox(path);
+    await removeCgroups(cgroups);
+    removed.push(path);
+  }
+  return removed;
 }
 
 function buildArguments(options: BuildOptions, context: string): string[] {
@@ -192,6 +244,19 @@ async function fillCgroups(own: string, name: string, settings: Record<string, [
       });
     }
   }
+}
+
+/** The cgroups a build of this name was given (under Berth's own, as createCgroups makes them) that still exist. */
+async function existingCgroups(name: string): Promise<string[]> {
+  const own = await readFile('/proc/self/cgroup', 'utf8').catch(() => '');
+  const found: string[] = [];
+  for (const controller of ['memory', 'pids', 'cpu']) {
+    const line = own.split('\n').find((entry) => entry.split(':')[1]?.split(',').includes(controller));
+    if (line === undefined) continue;
+    const dir = join('/sys/fs/cgroup', controller, line.split(':').slice(2).join(':'), name);
+    if (await readFile(join(dir, 'cgroup.procs'), 'utf8').then(() => true, () => false)) found.push(dir);
+  }
+  return found;
 }
 
 async function removeCgroups(cgroups: readonly string[]): Promise<void> {

@@ -1,0 +1,152 @@
+// Issue 23, finding 7 for compose stacks and builds, performed against a real Berth on real Podman: a stack
+// service and a build step each try to fill the host's disk. Everything a service can write (its named
+// volumes, /tmp, /var/tmp, /run) is on its stack's own disk (SERVICE_COMPOSE_STACK_DISK, 256m here) and its
+// root file system is read-only, so 3 GB of writes end in "No space left on device" and the host loses at
+// most about the disk's size; a build's sandbox is a disk of its own (SERVICE_COMPOSE_BUILD_DISK), so a
+// RUN step writing more fails the build with an error naming the limit. Nothing of either disk (mount, loop
+// device, image file, volume binding, sandbox) is left afterwards.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, statfs, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { after, before, describe, test } from 'node:test';
+import { stringify } from 'yaml';
+import { stackResourcesOf, startTestBerth, type TestBerth } from '../support/berth.js';
+
+const exec = promisify(execFile);
+const REDIS = 'localhost/berth-test-redis:bookworm';
+const MUSL = 'localhost/berth-test-musl:latest';
+const MIB = 1024 ** 2;
+
+/** Free bytes of the host file system Berth's directories are on. */
+async function hostFree(path: string): Promise<number> {
+  const stats = await statfs(path);
+  return stats.bavail * stats.bsize;
+}
+
+/** Mounts (as the host sees them) and loop devices of this test Berth's stack disks or of its builds' sandboxes. */
+async function disksOf(t: TestBerth, kind: 'stacks' | 'builds'): Promise<string[]> {
+  const ours = (path: string) => (kind === 'stacks' ? path.startsWith(join(t.config.agent.sessionsDir, '.stacks')) : path.includes(`/berth-build-${t.config.instanceName}-`));
+  const mounts = (await readFile('/proc/self/mountinfo', 'utf8')).split('\n').map((line) => line.split(' ')[4] ?? '').filter(ours);
+  const loops = (await exec('losetup', ['--list', '--noheadings', '--output', 'BACK-FILE'])).stdout.split('\n').map((file) => file.trim()).filter(ours);
+  return [...mounts.map((path) => `mount ${path}`), ...loops.map((file) => `loop ${file}`)];
+}
+
+/** Volume data directories of the session's stack still bound (a binding that outlived its volume). */
+async function boundVolumeData(sessionId: string): Promise<string[]> {
+  const mounts = (await readFile('/proc/self/mountinfo', 'utf8')).split('\n').map((line) => line.split(' ')[4] ?? '');
+  return mounts.filter((path) => path.includes(`/volumes/berth-stack-${sessionId}-`) || path.includes(`/volumes/berth-stackfs-${sessionId}-`));
+}
+
+async function sandboxesOf(t: TestBerth): Promise<string[]> {
+  return (await readdir(tmpdir())).filter((entry) => entry.startsWith(`berth-build-${t.config.instanceName}-`));
+}
+
+describe('bounded disk of compose stacks and builds', () => {
+  let t: TestBerth;
+  let project: string;
+  before(async () => {
+    project = await mkdtemp(join(tmpdir(), 'berth-attack-compose-disk-'));
+    t = await startTestBerth({
+      SERVICE_AGENT_ALLOWED_VOLUMES: project,
+      SERVICE_COMPOSE_STACK_DISK: '256m',
+      SERVICE_COMPOSE_ALLOW_BUILD: 'true',
+      SERVICE_COMPOSE_BUILD_DISK: '256m',
+      SERVICE_AGENT_ALLOWED_IMAGE_PATTERNS: 'localhost/berth-test-*',
+      SERVICE_COMPOSE_HEALTH_TIMEOUT: '60s',
+    });
+  });
+  after(async () => {
+    await t?.stop();
+    await rm(project, { recursive: true, force: true });
+  });
+
+  test('a service writing 3 GB into its volume, /tmp, /var/tmp and /run gets ENOSPC within the 256m stack disk; its root is read-only; the engine shares the volume', async () => {
+    const dir = join(project, 'fill');
+    await mkdir(dir, { recursive: true });
+    const compose = {
+      services: {
+        app: { image: REDIS, volumes: ['data:/shared'] },
+        side: { image: REDIS, command: ['sleep', 'infinity'], volumes: ['data:/data'] },
+      },
+      volumes: { data: {} },
+    };
+    await writeFile(join(dir, 'compose.yaml'), stringify(compose));
+    const environment = { type: 'compose', path: join(dir, 'compose.yaml'), service: 'app' };
+    // The engine's container mounts the stack's volume too: it writes there, the service reads it.
+    const run = await t.request('POST', '/run', { prompt: 'run: echo from-the-engine > /shared/note && cat /shared/note', container: { environment } });
+    assert.equal(run.status, 200, JSON.stringify(run.body));
+    assert.match(run.body.output, /from-the-engine/);
+    const sessionId: string = run.body.session_id;
+    const side = `berth-stack-${sessionId}-side`;
+    // As the container's root: the strongest writer a service has.
+    const shell = async (script: string) => (await exec('podman', ['exec', '--user', 'root', side, 'sh', '-c', script], { maxBuffer: 1024 * 1024 })).stdout;
+    assert.equal((await shell('cat /data/note')).trim(), 'from-the-engine');
+
+    const places = ['/data', '/tmp', '/var/tmp', '/run'];
+    const before = await hostFree(t.dir);
+    let lowest = before;
+    const sampling = setInterval(() => void hostFree(t.dir).then((free) => (lowest = Math.min(lowest, free))), 100);
+    let report: string;
+    try {
+      // Each place is filled in turn and emptied again: together they share the stack's one disk.
+      report = await shell(places.map((place, index) =>
+        `dd if=/dev/zero of=${place}/big bs=1M count=3000 2>&1 | grep -o "No space left on device" | head -1; echo "place ${index}: $(du -sm ${place}/big | cut -f1) MiB"; rm -f ${place}/big`).join('; '));
+    } finally {
+      clearInterval(sampling);
+    }
+    assert.equal(report.match(/No space left on device/g)?.length, places.length, report);
+    for (const [index, place] of places.entries()) {
+      const written = Number(new RegExp(`place ${index}: (\\d+) MiB`).exec(report)?.[1] ?? NaN);
+      assert.ok(written > 150 && written <= 256, `${place}: ${written} MiB written (${report})`);
+    }
+    // Other processes share this host's disk: a margin for them, far below the 3 GB one place would take.
+    const dropped = (before - lowest) / MIB;
+    assert.ok(dropped < 1024, `the host's free space dropped by ${dropped.toFixed(0)} MiB`);
+    const image = await stat(join(t.config.agent.sessionsDir, '.stacks', `${sessionId}.disk`));
+    assert.ok(image.blocks * 512 <= 256 * MIB, `the stack's disk image took ${((image.blocks * 512) / MIB).toFixed(0)} MiB of the host`);
+
+    // Everything else of the service is read-only.
+    const readOnly = await shell(['/big', '/etc/big', '/usr/big', '/home/agent/big'].map((path) => `touch ${path} 2>&1 | grep -o "Read-only file system"`).join('; '));
+    assert.equal(readOnly.match(/Read-only file system/g)?.length, 4, readOnly);
+
+    // Removed with its session: the stack's disk goes with it.
+    const deleted = await t.request('DELETE', `/sessions/${sessionId}`);
+    assert.ok(deleted.status < 300, JSON.stringify(deleted.body));
+    const { containers, volumes, networks } = await stackResourcesOf(t.config.instanceName);
+    assert.deepEqual([...containers, ...volumes, ...networks], []);
+    assert.deepEqual(await disksOf(t, 'stacks'), []);
+    assert.deepEqual(await boundVolumeData(sessionId), []);
+    assert.deepEqual(await readdir(join(t.config.agent.sessionsDir, '.stacks')), []);
+  });
+
+  test('a build whose RUN step writes more than its 256m disk fails with an error naming the limit and leaves nothing', async () => {
+    const dir = join(project, 'build');
+    await mkdir(join(dir, 'ctx'), { recursive: true });
+    await writeFile(join(dir, 'ctx', 'Containerfile'), `FROM ${MUSL}\nRUN dd if=/dev/zero of=/big bs=1M count=3000\n`);
+    const compose = { services: { app: { image: REDIS }, side: { build: { context: './ctx', dockerfile: 'Containerfile' }, command: ['sleep', 'infinity'] } } };
+    await writeFile(join(dir, 'compose.yaml'), stringify(compose));
+    const before = await hostFree(t.dir);
+    let lowest = before;
+    const sampling = setInterval(() => void hostFree(t.dir).then((free) => (lowest = Math.min(lowest, free))), 100);
+    let response;
+    try {
+      response = await t.request('POST', '/run', { prompt: 'say: never', container: { environment: { type: 'compose', path: join(dir, 'compose.yaml'), service: 'app' } } });
+    } finally {
+      clearInterval(sampling);
+    }
+    assert.equal(response.status, 500, JSON.stringify(response.body));
+    assert.match(response.body.error, /the build of service "side" failed.*ran out of its disk of 256 MiB \(SERVICE_COMPOSE_BUILD_DISK/s);
+    assert.match(response.body.error, /No space left on device/);
+    const dropped = (before - lowest) / MIB;
+    assert.ok(dropped < 1024, `the host's free space dropped by ${dropped.toFixed(0)} MiB`);
+    assert.deepEqual(await disksOf(t, 'builds'), []);
+    assert.deepEqual(await sandboxesOf(t), []);
+    const { stdout: images } = await exec('podman', ['images', '--filter', `label=berth.stack-instance=${t.config.instanceName}`, '--format', '{{.Repository}}']);
+    assert.equal(images.trim(), '');
+    const { containers, volumes, networks } = await stackResourcesOf(t.config.instanceName);
+    assert.deepEqual([...containers, ...volumes, ...networks], []);
+  });
+});
