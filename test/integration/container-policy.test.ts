@@ -40,6 +40,9 @@ const SETTINGS = {
   SERVICE_AGENT_DEFAULT_CPUS: '1',
   SERVICE_AGENT_PIDS_LIMIT: '512',
   SERVICE_AGENT_DEFAULT_DISK: '1g',
+  // The same bound for every kind: a stack's services write only to their stack's disk, a build only to its sandbox's.
+  SERVICE_COMPOSE_STACK_DISK: '1g',
+  SERVICE_COMPOSE_BUILD_DISK: '1g',
   SERVICE_CONTAINER_LOG_MAX_BYTES: '4m',
   SERVICE_COMPOSE_ALLOW_BUILD: 'true',
   SERVICE_COMPOSE_HEALTH_TIMEOUT: '60s',
