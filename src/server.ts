@@ -144,7 +144,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
 
     // Every run writes only to a file system of its own container.disk size (runtime/run-disk.ts, docs/disk.md).
     const noDisks = await LoopDisks.unavailable();
-    if (noDisks !== undefined) logger.warn({ reason: noDisks }, 'container.disk is not enforced: runs write to the host\'s disk without a limit');
+    if (noDisks !== undefined) logger.warn({ reason: noDisks }, 'container.disk is not enforced: runs, compose stacks and builds write to the host\'s disk without a limit (SERVICE_COMPOSE_STACK_DISK and SERVICE_COMPOSE_BUILD_DISK neither)');
     const sessions = new SessionStore(config.agent.sessionsDir, config.agent.sessionsHostDir, {
       transcriptLimitBytes: config.sessions.maxBytes,
       ...(noDisks === undefined ? { disks: new LoopDisks() } : {}),
