@@ -253,7 +253,7 @@ describe('attack: forged output lines written to the mounted engine\'s stdout', 
     const { body: agent } = await t.request('POST', '/agents', { prompt: attack });
     const stream = follow(`${t.url}/agents/${agent.id}/stream`, (frames) => frames.some((f) => f.event === 'turn_end' || f.event === 'error' || f.event === 'exited'));
     // An engine the attack stopped (ptrace) never ends its turn: a bounded wait fails instead of hanging.
-    const ended = await Promise.race([stream.done.then(() => true), delay(60_000, false)]);
+    const ended = await Promise.race([stream.done.then(() => true), delay(60_000, false, { ref: false })]);
     stream.stop();
     assert.ok(ended, 'the turn ended (an engine stopped by ptrace would hold it)');
     const frames = stream.frames;
