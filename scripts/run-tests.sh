@@ -50,6 +50,17 @@ if [ "$suite" = all ] || [ "$suite" = integration ]; then
     echo "LEAK: $secrets offline-model key secret(s) of test instances left:"; podman secret ls
     status=1
   fi
+  # Run disks (loop-mounted ext4 images) and the nftables tables of test instances (network isolation).
+  loops=$(losetup --list --noheadings --output BACK-FILE 2>/dev/null | grep -c 'berth-test-' || true)
+  if [ "$loops" -gt 0 ]; then
+    echo "LEAK: $loops loop device(s) of test instances still attached:"; losetup --list | grep 'berth-test-'
+    status=1
+  fi
+  tables=$(nft list tables 2>/dev/null | grep -c 'berth-test-' || true)
+  if [ "$tables" -gt 0 ]; then
+    echo "LEAK: $tables nftables table(s) of test instances left:"; nft list tables | grep 'berth-test-'
+    status=1
+  fi
   dirs=$(find "${TMPDIR:-/tmp}" -maxdepth 1 -name 'berth-test-*' | wc -l)
   if [ "$dirs" -gt 0 ]; then
     echo "LEAK: $dirs test directories left in ${TMPDIR:-/tmp}"

@@ -17,6 +17,7 @@ import { StackDisks } from '../../src/runtime/stack-disk.js';
 
 const exec = promisify(execFile);
 import { traceFields } from '../../src/logging.js';
+import { removeTestDir } from './test-dir.js';
 
 export interface TestBerth {
   readonly berth: RunningBerth;
@@ -139,7 +140,7 @@ export async function startTestBerth(env: Record<string, string> = {}, options: 
       // Compose stacks outlive a stop (they belong to sessions); when this test Berth's sessions go with its
       // directory, its stacks go too, as the next start of the instance would remove them.
       if (config.agent.sessionsDir.startsWith(`${dir}/`)) await removeStacksOf(instance, join(config.agent.sessionsDir, '.stacks'));
-      await rm(dir, { recursive: true, force: true });
+      await removeTestDir(dir);
     },
   };
 }

@@ -12,6 +12,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { startOfflineModel, type OfflineModel } from '../../src/offline-model/server.js';
 import { modelUrlFromContainers, testEnvironment } from './berth.js';
 import { waitFor } from './wait.js';
+import { removeTestDir } from './test-dir.js';
 
 async function freePort(): Promise<number> {
   const server = createServer();
@@ -211,7 +212,16 @@ export async function serviceProcess(baseEnv: Record<string, string> = {}): Prom
       } catch {
         // No Podman service left behind.
       }
-      await rm(dir, { recursive: true, force: true });
+      // A killed Berth cannot delete its nftables tables (network isolation): the next start of the same
+      // instance would replace them, and this instance has none.
+      for (const family of ['inet', 'bridge']) {
+        try {
+          execFileSync('nft', ['delete', 'table', family, `berth-${instance}`], { stdio: 'ignore' });
+        } catch {
+          // Not installed (rootless), or already gone.
+        }
+      }
+      await removeTestDir(dir);
     },
   };
   return service;
