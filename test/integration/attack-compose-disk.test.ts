@@ -7,12 +7,17 @@
 // device, image file, volume binding, sandbox) is left afterwards.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, statfs, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { stringify } from 'yaml';
+import pino from 'pino';
+import { startBerth } from '../../src/server.js';
+import { LoopDisks } from '../../src/runtime/run-disk.js';
+import { StackDisks } from '../../src/runtime/stack-disk.js';
 import { stackResourcesOf, startTestBerth, type TestBerth } from '../support/berth.js';
 
 const exec = promisify(execFile);
@@ -80,6 +85,21 @@ describe('bounded disk of compose stacks and builds', () => {
     assert.equal(run.status, 200, JSON.stringify(run.body));
     assert.match(run.body.output, /from-the-engine/);
     const sessionId: string = run.body.session_id;
+    try {
+      await fillStack(sessionId);
+    } finally {
+      // Removed with its session (also when an assertion failed: the next tests start from nothing).
+      const deleted = await t.request('DELETE', `/sessions/${sessionId}`);
+      assert.ok(deleted.status < 300, JSON.stringify(deleted.body));
+    }
+    const { containers, volumes, networks } = await stackResourcesOf(t.config.instanceName);
+    assert.deepEqual([...containers, ...volumes, ...networks], []);
+    assert.deepEqual(await disksOf(t, 'stacks'), []);
+    assert.deepEqual(await boundVolumeData(sessionId), []);
+    assert.deepEqual(await readdir(join(t.config.agent.sessionsDir, '.stacks')), []);
+  });
+
+  async function fillStack(sessionId: string): Promise<void> {
     const side = `berth-stack-${sessionId}-side`;
     // As the container's root: the strongest writer a service has.
     const shell = async (script: string) => (await exec('podman', ['exec', '--user', 'root', side, 'sh', '-c', script], { maxBuffer: 1024 * 1024 })).stdout;
@@ -109,18 +129,9 @@ describe('bounded disk of compose stacks and builds', () => {
     assert.ok(image.blocks * 512 <= 256 * MIB, `the stack's disk image took ${((image.blocks * 512) / MIB).toFixed(0)} MiB of the host`);
 
     // Everything else of the service is read-only.
-    const readOnly = await shell(['/big', '/etc/big', '/usr/big', '/home/agent/big'].map((path) => `touch ${path} 2>&1 | grep -o "Read-only file system"`).join('; '));
+    const readOnly = await shell(`${['/big', '/etc/big', '/usr/big', '/home/agent/big'].map((path) => `touch ${path} 2>&1 | grep -o "Read-only file system"`).join('; ')}; true`);
     assert.equal(readOnly.match(/Read-only file system/g)?.length, 4, readOnly);
-
-    // Removed with its session: the stack's disk goes with it.
-    const deleted = await t.request('DELETE', `/sessions/${sessionId}`);
-    assert.ok(deleted.status < 300, JSON.stringify(deleted.body));
-    const { containers, volumes, networks } = await stackResourcesOf(t.config.instanceName);
-    assert.deepEqual([...containers, ...volumes, ...networks], []);
-    assert.deepEqual(await disksOf(t, 'stacks'), []);
-    assert.deepEqual(await boundVolumeData(sessionId), []);
-    assert.deepEqual(await readdir(join(t.config.agent.sessionsDir, '.stacks')), []);
-  });
+  }
 
   test('a build whose RUN step writes more than its 256m disk fails with an error naming the limit and leaves nothing', async () => {
     const dir = join(project, 'build');
@@ -138,6 +149,7 @@ describe('bounded disk of compose stacks and builds', () => {
       clearInterval(sampling);
     }
     assert.equal(response.status, 500, JSON.stringify(response.body));
+    console.log(`  the build's error: ${response.body.error}`);
     assert.match(response.body.error, /the build of service "side" failed.*ran out of its disk of 256 MiB \(SERVICE_COMPOSE_BUILD_DISK/s);
     assert.match(response.body.error, /No space left on device/);
     const dropped = (before - lowest) / MIB;
@@ -148,5 +160,40 @@ describe('bounded disk of compose stacks and builds', () => {
     assert.equal(images.trim(), '');
     const { containers, volumes, networks } = await stackResourcesOf(t.config.instanceName);
     assert.deepEqual([...containers, ...volumes, ...networks], []);
+  });
+
+  test('a stop leaves a stack its disk; the next start adopts both and removes the disks and build sandboxes a killed process left', async () => {
+    const dir = join(project, 'restart');
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, 'compose.yaml'), stringify({ services: { app: { image: REDIS }, side: { image: REDIS, command: ['sleep', 'infinity'], volumes: ['data:/data'] } }, volumes: { data: {} } }));
+    const run = await t.request('POST', '/run', { prompt: 'say: up', container: { environment: { type: 'compose', path: join(dir, 'compose.yaml'), service: 'app' } } });
+    assert.equal(run.status, 200, JSON.stringify(run.body));
+    const sessionId: string = run.body.session_id;
+    const stacksDir = join(t.config.agent.sessionsDir, '.stacks');
+    // What a killed process leaves: the disk of a stack it was making, and a build's sandbox on its disk.
+    await new StackDisks(stacksDir, new LoopDisks(), 64 * MIB).create('killed-while-making');
+    const sandbox = join(tmpdir(), `berth-build-${t.config.instanceName}-${randomBytes(6).toString('hex')}`);
+    await new LoopDisks().create(sandbox, 64 * MIB, { bare: true });
+    await t.berth.stop();
+    assert.deepEqual((await disksOf(t, 'stacks')).length, 4, 'a stop leaves the disks mounted');
+
+    const next = await startBerth(t.config, pino({ level: 'error' }));
+    try {
+      assert.deepEqual(await disksOf(t, 'stacks'), [`mount ${join(stacksDir, sessionId)}`, `loop ${join(stacksDir, sessionId)}.disk`]);
+      assert.deepEqual(await disksOf(t, 'builds'), []);
+      assert.deepEqual(await sandboxesOf(t), []);
+      // The adopted stack still writes only to its disk.
+      const { stdout } = await exec('podman', ['exec', `berth-stack-${sessionId}-side`, 'sh', '-c', 'dd if=/dev/zero of=/data/big bs=1M count=1000 2>&1 | grep -o "No space left on device"; rm -f /data/big']);
+      assert.equal(stdout.trim(), 'No space left on device');
+      const deleted = await fetch(`${next.url}/sessions/${sessionId}`, { method: 'DELETE' });
+      assert.ok(deleted.status < 300, await deleted.text());
+      assert.deepEqual(await disksOf(t, 'stacks'), []);
+      assert.deepEqual(await readdir(stacksDir), []);
+    } finally {
+      await next.stop();
+      // Whatever an assertion above left of the simulated build goes too, so that the failure shown is the assertion's.
+      await new LoopDisks().release(sandbox).catch(() => undefined);
+      await rm(sandbox, { recursive: true, force: true });
+    }
   });
 });
