@@ -162,6 +162,24 @@ describe('bounded disk of compose stacks and builds', () => {
     assert.deepEqual([...containers, ...volumes, ...networks], []);
   });
 
+  test('a build whose base images do not fit its disk fails naming the limit and leaves nothing', async () => {
+    const dir = join(project, 'big-base');
+    await mkdir(join(dir, 'ctx'), { recursive: true });
+    // The Redis image (138 MB) is copied in as an archive and then unpacked into vfs storage: more than 256m.
+    await writeFile(join(dir, 'ctx', 'Containerfile'), `FROM ${REDIS}
+RUN true
+`);
+    await writeFile(join(dir, 'compose.yaml'), stringify({ services: { app: { image: REDIS }, side: { build: { context: './ctx', dockerfile: 'Containerfile' }, command: ['sleep', 'infinity'] } } }));
+    const response = await t.request('POST', '/run', { prompt: 'say: never', container: { environment: { type: 'compose', path: join(dir, 'compose.yaml'), service: 'app' } } });
+    assert.equal(response.status, 500, JSON.stringify(response.body));
+    console.log(`  the build's error: ${response.body.error}`);
+    assert.match(response.body.error, /the build of service "side" failed.*ran out of its disk of 256 MiB \(SERVICE_COMPOSE_BUILD_DISK/s);
+    assert.deepEqual(await disksOf(t, 'builds'), []);
+    assert.deepEqual(await sandboxesOf(t), []);
+    const { containers, volumes, networks } = await stackResourcesOf(t.config.instanceName);
+    assert.deepEqual([...containers, ...volumes, ...networks], []);
+  });
+
   test('a stop leaves a stack its disk; the next start adopts both and removes the disks and build sandboxes a killed process left', async () => {
     const dir = join(project, 'restart');
     await mkdir(dir, { recursive: true });

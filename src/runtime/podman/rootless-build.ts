@@ -84,9 +84,12 @@ export async function buildRootless(client: PodmanClient, request: RootlessBuild
     const podman = (args: readonly string[]) => step(args, containersConf);
     for (const [index, image] of request.images.entries()) {
       const archive = join(sandbox, `base-${index}.tar`);
-      await exportImage(client, image, archive);
+      await exportImage(client, image, archive).catch((error: unknown) => {
+        throw new RuntimeError(`the image ${image} could not be copied into the build${diskFull((error as Error).message, options)}: ${(error as Error).message}`, false);
+      });
       await exec('chown', [`${ids.uid}:${ids.gid}`, archive]);
-      await podman(['load', '--quiet', '--input', archive]);
+      const loaded = await podman(['load', '--quiet', '--input', archive]);
+      if (loaded.code !== 0) throw new RuntimeError(`the image ${image} could not be loaded into the build${diskFull(loaded.output, options)}: ${request.tail(loaded.output)}`, false);
       await rm(archive, { force: true });
     }
     const built = await podman(buildArguments(options, paths.context));
@@ -129,7 +132,7 @@ async function removeSandbox(sandbox: string): Promise<void> {
 
 /** What a build's error says when its output shows it ran out of its disk. */
 function diskFull(output: string, options: BuildOptions): string {
-  if (options.diskBytes === undefined || !/no space left on device/i.test(output)) return '';
+  if (options.diskBytes === undefined || !/no space left on device|ENOSPC/i.test(output)) return '';
   return `: it ran out of its disk of ${Math.round(options.diskBytes / 1024 ** 2)} MiB (SERVICE_COMPOSE_BUILD_DISK: the images it reads, every step's writes and the built image share it)`;
 }
 
