@@ -116,7 +116,9 @@ export interface ServicePrivileges {
 /**
  * A compose stack's service container (not the engine's): its image's own command or the file's, Podman's
  * default capabilities (a database needs to change owners and users), no new privileges, Berth's limits,
- * user namespace and labels, and only the privileges configuration allowed.
+ * user namespace and labels, and only the privileges configuration allowed. Its root file system is
+ * read-only and its image's VOLUMEs tmpfs: it writes only to its volumes (core/compose/stacks.ts puts them,
+ * and its /tmp, /var/tmp and /run, on the stack's disk).
  */
 export interface ServiceContainerSpec {
   readonly name: string;
