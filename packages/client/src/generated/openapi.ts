@@ -702,6 +702,8 @@ export interface paths {
                             timeout?: string;
                             /** @description Memory limit, e.g. 512m, 2g. Default 512m. */
                             memory?: string;
+                            /** @description Disk limit, e.g. 1g: everything the run can write (workdir, /tmp, /var/tmp, HOME, the engine's config dir) is on a file system of this size of its own, and a write beyond it fails with "No space left on device"; the image's root file system is read-only. Caller volumes are not counted. Default SERVICE_AGENT_DEFAULT_DISK (2g), at most SERVICE_AGENT_MAX_DISK. */
+                            disk?: string;
                             /** @description CPU limit, e.g. "0.5", "2". Default 1. */
                             cpus?: string | number;
                             /** @description Relative CPU weight. Default 1024. */
@@ -975,6 +977,8 @@ export interface paths {
                             timeout?: string;
                             /** @description Memory limit, e.g. 512m, 2g. Default 512m. */
                             memory?: string;
+                            /** @description Disk limit, e.g. 1g: everything the run can write (workdir, /tmp, /var/tmp, HOME, the engine's config dir) is on a file system of this size of its own, and a write beyond it fails with "No space left on device"; the image's root file system is read-only. Caller volumes are not counted. Default SERVICE_AGENT_DEFAULT_DISK (2g), at most SERVICE_AGENT_MAX_DISK. */
+                            disk?: string;
                             /** @description CPU limit, e.g. "0.5", "2". Default 1. */
                             cpus?: string | number;
                             /** @description Relative CPU weight. Default 1024. */
@@ -1955,7 +1959,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a turn; answers at once, the output arrives on the stream */
+        /** Send a turn; answers once the engine has it, the output arrives on the stream */
         post: {
             parameters: {
                 query?: never;
@@ -2062,6 +2066,15 @@ export interface paths {
                 };
                 /** @description Messages: `agent <id> is still starting; retry when its status is idle`. */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `agent <id> did not take the turn within <SERVICE_AGENT_SEND_TIMEOUT> (SERVICE_AGENT_SEND_TIMEOUT): its engine is not reading its input (stopped or stuck); the agent was stopped, spawn a new one`. */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
