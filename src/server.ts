@@ -23,7 +23,7 @@ import { prepareEngineImage } from './core/runs/engine-image.js';
 import { withTranslatedErrors } from './core/runtime-errors.js';
 import { VolumeStaging } from './runtime/volume-staging.js';
 import { LoopDisks } from './runtime/run-disk.js';
-import { removeLeftoverBuilds } from './runtime/podman/rootless-build.js';
+import { removeLeftoverBuilds, stopBuilds } from './runtime/podman/rootless-build.js';
 import { StackDisks } from './runtime/stack-disk.js';
 import { reapLeftovers } from './core/reaper.js';
 import { SessionStore } from './core/sessions/session-store.js';
@@ -141,6 +141,8 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     // Builds a killed process left: their processes, disks (SERVICE_COMPOSE_BUILD_DISK) and sandboxes.
     const leftoverBuilds = await removeLeftoverBuilds(config.instanceName);
     if (leftoverBuilds.length > 0) logger.warn({ sandboxes: leftoverBuilds }, 'removed the sandboxes of builds a previous process left');
+    // Also at a stop after a failed start (stopWork may not have run).
+    cleanups.push(() => stopBuilds(config.instanceName));
 
     // Every run writes only to a file system of its own container.disk size (runtime/run-disk.ts, docs/disk.md).
     const noDisks = await LoopDisks.unavailable();
@@ -340,7 +342,11 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
         config.shutdown,
         {
           pools, runs, jobs, agents,
-          abortRuns: () => shutdown.abort(),
+          abortRuns: () => {
+            shutdown.abort();
+            // A run's build does not see the signal: ended here, or the drain below waits for it.
+            void stopBuilds(config.instanceName);
+          },
           inFlight: () => ({ runs: runs.inFlightRuns(), jobs: jobs.inFlightJobs(), agents: agents?.generatingAgents() ?? [] }),
         },
         logger,

@@ -188,12 +188,29 @@ RUN true
     assert.equal(run.status, 200, JSON.stringify(run.body));
     const sessionId: string = run.body.session_id;
     const stacksDir = join(t.config.agent.sessionsDir, '.stacks');
+    // A build in progress at the stop: ended by the stop, its disk and sandbox removed.
+    const slow = join(project, 'slow');
+    await mkdir(join(slow, 'ctx'), { recursive: true });
+    await writeFile(join(slow, 'ctx', 'Containerfile'), `FROM ${MUSL}\nRUN sleep 600\n`);
+    await writeFile(join(slow, 'compose.yaml'), stringify({ services: { app: { image: REDIS }, side: { build: { context: './ctx', dockerfile: 'Containerfile' }, command: ['sleep', 'infinity'] } } }));
+    const building = t.request('POST', '/run', { prompt: 'say: never', container: { environment: { type: 'compose', path: join(slow, 'compose.yaml'), service: 'app' } } }).catch(() => undefined);
+    for (let waited = 0; !(await exec('ps', ['-u', 'berth-build', '-o', 'args=']).then(({ stdout }) => stdout.includes('sleep 600'), () => false)); waited += 200) {
+      assert.ok(waited < 60_000, 'the slow build did not reach its RUN step');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    assert.equal((await disksOf(t, 'builds')).length, 2, 'the build runs on its disk');
     // What a killed process leaves: the disk of a stack it was making, and a build's sandbox on its disk.
     await new StackDisks(stacksDir, new LoopDisks(), 64 * MIB).create('killed-while-making');
     const sandbox = join(tmpdir(), `berth-build-${t.config.instanceName}-${randomBytes(6).toString('hex')}`);
     await new LoopDisks().create(sandbox, 64 * MIB, { bare: true });
+    const stopping = Date.now();
     await t.berth.stop();
+    console.log(`  the stop took ${Date.now() - stopping} ms with a build in progress`);
+    await building;
     assert.deepEqual((await disksOf(t, 'stacks')).length, 4, 'a stop leaves the disks mounted');
+    assert.deepEqual(await disksOf(t, 'builds'), [`mount ${sandbox}`, `loop ${sandbox}.disk`], 'the stop ended the build in progress');
+    assert.deepEqual((await sandboxesOf(t)).sort(), [sandbox, `${sandbox}.disk`].map((path) => path.slice(tmpdir().length + 1)).sort());
+    assert.equal((await exec('ps', ['-u', 'berth-build', '-o', 'args=']).catch(() => ({ stdout: '' }))).stdout.includes('sleep 600'), false, 'the build\'s step was killed');
 
     const next = await startBerth(t.config, pino({ level: 'error' }));
     try {

@@ -42,6 +42,19 @@ export interface RootlessBuildRequest {
 }
 
 let userReady: Promise<{ uid: number; gid: number }> | undefined;
+/** How to end each build in progress (at Berth's stop), with the instance that asked for it. */
+const running = new Map<() => Promise<void>, string>();
+
+/**
+ * Ends every build of the instance in progress (Berth's stop: it cancels the runs, whose builds would
+ * otherwise hold their drain for up to build_timeout): processes killed, disk unmounted, sandbox and
+ * cgroups removed. A build queued behind them still starts; the run it belongs to is cancelled anyway,
+ * and what a build outliving the process leaves is removed at the next start (removeLeftoverBuilds).
+ */
+export async function stopBuilds(instanceName: string): Promise<void> {
+  const stopping = [...running].filter(([, instance]) => instance === instanceName).map(([stop]) => stop);
+  await Promise.all(stopping.map((stop) => stop().catch(() => undefined)));
+}
 
 export async function buildRootless(client: PodmanClient, request: RootlessBuildRequest): Promise<void> {
   const { options } = request;
@@ -56,7 +69,21 @@ export async function buildRootless(client: PodmanClient, request: RootlessBuild
   // cgroups Berth makes for it: memory, pids and CPU bounded, and every process of it found for the kill.
   let cgroups: string[] = [];
   let timedOut = false;
+  let stopping = false;
   let ended = false;
+  // Berth's stop ends the build as its time limit does (below), without waiting for it to notice: its
+  // processes killed (again while they last, at most 5 s), its disk, sandbox and cgroups removed.
+  const stop = async () => {
+    stopping = true;
+    for (let round = 0; round < 25 && !ended; round += 1) {
+      await killAll(paths.run, cgroups);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    await killAll(paths.run, cgroups);
+    await removeSandbox(sandbox);
+    await removeCgroups(cgroups);
+  };
+  running.set(stop, options.labels[STACK_INSTANCE_LABEL] ?? '');
   // At the limit every process of the build's namespace is killed, again until the build has ended (a
   // step may be starting while the first kill runs), and no further step begins.
   const killer = setTimeout(() => {
@@ -70,6 +97,7 @@ export async function buildRootless(client: PodmanClient, request: RootlessBuild
   }, options.timeoutMs);
   const step = async (args: readonly string[], containersConf: string | undefined) => {
     if (timedOut) throw new BuildTimeoutError(options.timeoutMs);
+    if (stopping) throw new RuntimeError('the build was stopped: Berth is stopping', false);
     return runPodman(options.buildUser, paths, cgroups, containersConf, args);
   };
   try {
@@ -103,6 +131,7 @@ export async function buildRootless(client: PodmanClient, request: RootlessBuild
     if (timedOut) throw new BuildTimeoutError(options.timeoutMs);
     throw error;
   } finally {
+    running.delete(stop);
     ended = true;
     clearTimeout(killer);
     await killAll(paths.run, cgroups);
