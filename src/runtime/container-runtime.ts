@@ -1,6 +1,8 @@
 // What Berth needs from a container runtime, in Berth's own terms. The only implementation talks to
 // Podman's libpod REST API (runtime/podman); no Podman JSON type is visible outside that folder.
 
+import type { ContainerKind } from './container-policy.js';
+
 /** A failure of the container runtime, in Berth's terms: unreachable, or it refused/failed the call. */
 export class RuntimeError extends Error {
   constructor(
@@ -34,6 +36,9 @@ export interface BindMount {
   readonly options: readonly string[];
 }
 
+/** The kinds of container an engine runs in. */
+export type EngineContainerKind = Extract<ContainerKind, 'run' | 'pooled-engine' | 'agent'>;
+
 /** A Podman secret exposed to the container as a read-only file. */
 export interface SecretFile {
   readonly secret: string;
@@ -61,6 +66,8 @@ export interface NetworkAttachment {
 }
 
 export interface ContainerSpec {
+  /** Which row of the container policy (runtime/container-policy.ts) hardens it. */
+  readonly kind: EngineContainerKind;
   readonly name: string;
   readonly image: string;
   readonly command: readonly string[];
@@ -167,6 +174,8 @@ export interface BuildOptions {
   readonly buildUser: string;
   readonly memoryBytes: number;
   readonly cpus: number;
+  /** Processes and threads of the whole build at once (its Podman, runc and every step): the policy's pids limit. */
+  readonly pidsLimit: number;
   /**
    * The build's sandbox (context, storage of the images it reads and makes, every step's writes, the saved
    * result) is a file system of this size (runtime/run-disk.ts); undefined: the host cannot make one.

@@ -398,6 +398,7 @@ export class Stacks {
           buildUser: settings.buildUser,
           memoryBytes: settings.buildMemoryBytes,
           cpus: settings.buildCpus,
+          pidsLimit: settings.pidsLimit,
           ...(settings.buildDiskBytes !== undefined ? { diskBytes: settings.buildDiskBytes } : {}),
           checkContainerfile: buildContainerfileCheck({ runtime, policy: settings.imagePolicy, args: image.args, at: `${at}.dockerfile "${image.dockerfile}"` }),
         });

@@ -75,6 +75,7 @@ export function engineContainer(
     pooled,
   });
   const spec: ContainerSpec = {
+    kind: pooled ? 'pooled-engine' : options.interactive === true ? 'agent' : 'run',
     name: `berth-${options.id}`,
     image: plan.container.image,
     command: invocation.command,

@@ -1,8 +1,9 @@
-// Maps Berth's ContainerSpec to libpod's SpecGenerator JSON. Hardening that applies to every agent
-// container is fixed here, not left to callers: no capabilities, no new privileges, a pids limit,
-// private namespaces (a user namespace too: container root is never host root), runc and explicit
-// ulimits (crun and Podman's default ulimits fail on these hosts).
+// Maps Berth's ContainerSpec to libpod's SpecGenerator JSON. The hardening of every container comes from
+// the one container policy (runtime/container-policy.ts) through hardening() below, for engine containers
+// and a stack's services alike: capabilities, no new privileges, the user namespace, private namespaces,
+// runc and explicit ulimits (crun and Podman's default ulimits fail on these hosts).
 import type { BindMount, ContainerSpec, NetworkAttachment, ServiceContainerSpec, UserNamespace, VolumeMountSpec } from '../container-runtime.js';
+import { CONTAINER_POLICY, CONTAINER_ULIMITS, type ContainerKind } from '../container-policy.js';
 
 const CPU_PERIOD_US = 100_000;
 
@@ -14,22 +15,16 @@ export function toSpecGenerator(spec: ContainerSpec): Record<string, unknown> {
     env: spec.env,
     work_dir: spec.workdir,
     create_working_dir: spec.createWorkdir,
-    labels: spec.labels,
+    labels: { ...spec.labels, [KIND_LABEL]: spec.kind },
     mounts: spec.bindMounts.map(bindMount),
     volumes: (spec.volumeMounts ?? []).map(namedVolume),
     // Secrets are files, not environment variables: libpod copies secret_env values into the
     // container's inspect data, where anyone with access to the socket could read them.
     secrets: spec.secretFiles.map((file) => ({ Source: file.secret, Target: file.containerPath, Mode: 0o444 })),
     ...limits(spec.memoryBytes, spec.cpus, spec.cpuShares, spec.pidsLimit),
-    cap_drop: ['ALL'],
-    no_new_privileges: true,
-    privileged: false,
+    ...hardening(spec.kind, spec.userNamespace),
     ...networks(spec.network === 'none' ? [] : [{ name: spec.network, aliases: [] }], spec.stackNetwork),
     ...(spec.hostEntries && spec.hostEntries.length > 0 ? { hostadd: spec.hostEntries.map((entry) => `${entry.host}:${entry.address}`) } : {}),
-    ...userNamespace(spec.userNamespace),
-    pidns: { nsmode: 'private' },
-    ipcns: { nsmode: 'private' },
-    utsns: { nsmode: 'private' },
     stdin: spec.interactive === true,
     terminal: false,
     remove: false,
@@ -41,7 +36,6 @@ export function toSpecGenerator(spec: ContainerSpec): Record<string, unknown> {
 /** A compose service's container: see ServiceContainerSpec for what differs from an engine container. */
 export function toServiceSpecGenerator(spec: ServiceContainerSpec): Record<string, unknown> {
   const { privileges } = spec;
-  const ns = (host: boolean) => ({ nsmode: host ? 'host' : 'private' });
   return {
     name: spec.name,
     image: spec.image,
@@ -51,7 +45,7 @@ export function toServiceSpecGenerator(spec: ServiceContainerSpec): Record<strin
     ...(spec.workdir !== undefined ? { work_dir: spec.workdir } : {}),
     ...(spec.user !== undefined ? { user: spec.user } : {}),
     ...(spec.hostname !== undefined ? { hostname: spec.hostname } : {}),
-    labels: spec.labels,
+    labels: { ...spec.labels, [KIND_LABEL]: 'stack-service' },
     mounts: spec.bindMounts.map(bindMount),
     volumes: spec.volumeMounts.map(namedVolume),
     ...limits(spec.memoryBytes, spec.cpus, 1024, spec.pidsLimit),
@@ -67,18 +61,17 @@ export function toServiceSpecGenerator(spec: ServiceContainerSpec): Record<strin
         }
       : {}),
     ...(spec.restart !== 'no' ? { restart_policy: spec.restart } : {}),
-    privileged: privileges.privileged,
-    no_new_privileges: !privileges.privileged,
-    ...(privileges.capAdd.length > 0 ? { cap_add: privileges.capAdd } : {}),
+    ...hardening('stack-service', spec.userNamespace),
+    // What the operator allowed a service to give up (SERVICE_COMPOSE_ALLOW_PRIVILEGED, _HOST_NETWORK), over the policy.
+    ...(privileges.privileged ? { privileged: true, no_new_privileges: false, cap_drop: [] } : {}),
+    ...(privileges.capAdd.length > 0 ? { cap_add: [...CONTAINER_POLICY['stack-service'].capabilities, ...privileges.capAdd] } : {}),
     ...(privileges.devices.length > 0 ? { devices: privileges.devices.map((device) => ({ path: device })) } : {}),
     ...(privileges.seccompUnconfined ? { seccomp_profile_path: 'unconfined' } : {}),
     ...(privileges.apparmorUnconfined ? { apparmor_profile: 'unconfined' } : {}),
     ...(privileges.labelDisable ? { selinux_opts: ['disable'] } : {}),
     ...(privileges.hostNetwork ? { netns: { nsmode: 'host' } } : networks([], spec.network)),
-    ...userNamespace(spec.userNamespace),
-    pidns: ns(privileges.hostPid),
-    ipcns: ns(privileges.hostIpc),
-    utsns: { nsmode: 'private' },
+    ...(privileges.hostPid ? { pidns: { nsmode: 'host' } } : {}),
+    ...(privileges.hostIpc ? { ipcns: { nsmode: 'host' } } : {}),
     stdin: false,
     terminal: false,
     remove: false,
@@ -97,6 +90,28 @@ export function toServiceSpecGenerator(spec: ServiceContainerSpec): Record<strin
  */
 export function logConfiguration(maxBytes: number | undefined): Record<string, unknown> {
   return maxBytes === undefined ? {} : { log_configuration: { driver: 'k8s-file', size: maxBytes } };
+}
+
+/** On every container Berth creates: which row of the container policy it was hardened by. */
+export const KIND_LABEL = 'berth.kind';
+
+/**
+ * The policy's row for a kind, as libpod fields: every capability dropped and the row's own added back, no
+ * new privileges, never privileged, the user namespace, private PID, IPC and UTS namespaces (the network
+ * namespace is the caller's: networks()).
+ */
+function hardening(kind: ContainerKind, namespace: UserNamespace): Record<string, unknown> {
+  const row = CONTAINER_POLICY[kind];
+  return {
+    cap_drop: ['ALL'],
+    ...(row.capabilities.length > 0 ? { cap_add: [...row.capabilities] } : {}),
+    no_new_privileges: row.noNewPrivileges,
+    privileged: false,
+    ...userNamespace(namespace),
+    pidns: { nsmode: 'private' },
+    ipcns: { nsmode: 'private' },
+    utsns: { nsmode: 'private' },
+  };
 }
 
 function bindMount(mount: BindMount): Record<string, unknown> {
@@ -125,8 +140,8 @@ function limits(memoryBytes: number, cpus: number, cpuShares: number, pidsLimit:
     },
     oci_runtime: 'runc',
     r_limits: [
-      { type: 'nofile', hard: 1024, soft: 1024 },
-      { type: 'nproc', hard: 4096, soft: 4096 },
+      { type: 'nofile', hard: CONTAINER_ULIMITS.nofile, soft: CONTAINER_ULIMITS.nofile },
+      { type: 'nproc', hard: CONTAINER_ULIMITS.nproc, soft: CONTAINER_ULIMITS.nproc },
     ],
   };
 }

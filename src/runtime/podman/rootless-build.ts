@@ -20,13 +20,12 @@ import { promisify } from 'node:util';
 import { extract as extractTar } from 'tar';
 import { BuildTimeoutError, RuntimeError, STACK_INSTANCE_LABEL, sandboxPrefix, type BuildOptions } from '../container-runtime.js';
 import { DISK_IMAGE_SUFFIX, LoopDisks, isMountPoint } from '../run-disk.js';
+import { buildStepCapabilityOptions } from '../container-policy.js';
 import type { PodmanClient } from './client.js';
 
 const exec = promisify(execFile);
 /** Subordinate ids of the build user, when Berth creates them: this many from the base it is given. */
 const SUBORDINATE_IDS = 65_536;
-/** Processes a build may have at once (the containers' nproc ulimit). */
-const BUILD_PIDS = 4_096;
 const CPU_PERIOD_US = 100_000;
 
 export interface RootlessBuildRequest {
@@ -190,6 +189,8 @@ export async function removeLeftoverBuilds(instanceName: string): Promise<string
 function buildArguments(options: BuildOptions, context: string): string[] {
   return [
     'build', '--pull=never', '--network=none', '--layers=false', '--isolation=oci',
+    // The container policy's row for build steps (runtime/container-policy.ts): Podman's default set, no more.
+    ...buildStepCapabilityOptions(),
     '--file', join(context, options.dockerfile),
     '--tag', options.tag,
     ...Object.entries(options.args).flatMap(([name, value]) => ['--build-arg', `${name}=${value}`]),
@@ -241,11 +242,11 @@ async function exportImage(client: PodmanClient, image: string, file: string): P
 }
 
 /** cgroup v1 directories (memory, pids, cpu) under Berth's own, limited; none where the host has no such controller. */
-async function createCgroups(name: string, limits: Pick<BuildOptions, 'memoryBytes' | 'cpus'>): Promise<string[]> {
+async function createCgroups(name: string, limits: Pick<BuildOptions, 'memoryBytes' | 'cpus' | 'pidsLimit'>): Promise<string[]> {
   const own = await readFile('/proc/self/cgroup', 'utf8').catch(() => '');
   const settings: Record<string, [string, string][]> = {
     memory: [['memory.limit_in_bytes', String(limits.memoryBytes)], ['memory.memsw.limit_in_bytes', String(limits.memoryBytes)]],
-    pids: [['pids.max', String(BUILD_PIDS)]],
+    pids: [['pids.max', String(limits.pidsLimit)]],
     cpu: [['cpu.cfs_period_us', String(CPU_PERIOD_US)], ['cpu.cfs_quota_us', String(Math.round(limits.cpus * CPU_PERIOD_US))]],
   };
   const made: string[] = [];
