@@ -93,7 +93,7 @@ const ENGINE: Omit<PolicyRow, 'memoryBytes'> = {
 /**
  * The policy, per kind of container. Differences: services and build steps keep Podman's default
  * capabilities inside their user namespace (images' init scripts and RUN steps such as apt-get need
- * them); services join only their stack's network; a build step has no network, no container log, no
+ * them); build steps run without no-new-privileges (below); services join only their stack's network; a build step has no network, no container log, no
  * engine, and a memory limit up to SERVICE_AGENT_MAX_MEMORY.
  */
 const POLICY: Record<Kind, PolicyRow> = {
@@ -101,7 +101,10 @@ const POLICY: Record<Kind, PolicyRow> = {
   pooled: { ...ENGINE, memoryBytes: { exactly: 512 * MIB } },
   agent: { ...ENGINE, memoryBytes: { exactly: 512 * MIB } },
   service: { ...ENGINE, capabilities: 'podman-default', memoryBytes: { exactly: 512 * MIB }, engineMountReadOnly: false, network: 'stack-only' },
-  build: { ...ENGINE, capabilities: 'podman-default', memoryBytes: { atMost: 2048 * MIB }, cpuQuotaUs: 'any', logMaxBytes: null, engineMountReadOnly: false, network: 'none' },
+  // No no-new-privileges for build steps: Podman 4.3 refuses it for builds ("no-new-privileges is not
+  // supported"); root in a step is the unprivileged build user (the user-namespace check), so a setuid binary
+  // gains nothing outside the build's namespace (docs/security.md, the policy table).
+  build: { ...ENGINE, capabilities: 'podman-default', noNewPrivileges: false, memoryBytes: { atMost: 2048 * MIB }, cpuQuotaUs: 'any', logMaxBytes: null, engineMountReadOnly: false, network: 'none' },
 };
 
 /** What is found about one container, in the policy's terms. */
