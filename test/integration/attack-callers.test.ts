@@ -4,7 +4,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { TestBerth } from '../support/berth.js';
-import { startBerthWithCallers } from '../support/callers.js';
+import { startBerthWithCallers, endpointsOfOwnedWork } from '../support/callers.js';
 
 describe('two callers on one Berth', () => {
   let t: TestBerth;
@@ -27,21 +27,7 @@ describe('two callers on one Berth', () => {
     assert.equal(agent.status, 200, JSON.stringify(agent.body));
     const agentId = agent.body.id as string;
 
-    const hidden: [string, string, unknown?][] = [
-      ['GET', `/sessions/${session}/messages`],
-      ['GET', `/sessions/${session}/messages/00000000-0000-4000-8000-000000000000`],
-      ['DELETE', `/sessions/${session}`],
-      ['POST', '/run', { prompt: 'recall:', engine: { session_id: session, resume: true } }],
-      ['POST', '/run', { prompt: 'recall:', engine: { session_id: session, fork_session: true } }],
-      ['POST', '/run/async', { prompt: 'recall:', engine: { session_id: session, resume: true } }],
-      ['GET', `/run/stream?${new URLSearchParams({ prompt: 'recall:', session_id: session })}`],
-      ['GET', `/jobs/${job.body.job_id}`],
-      ['DELETE', `/jobs/${job.body.job_id}`],
-      ['GET', `/agents/${agentId}`],
-      ['POST', `/agents/${agentId}/send`, { prompt: 'say: hijack' }],
-      ['GET', `/agents/${agentId}/stream`],
-      ['DELETE', `/agents/${agentId}`],
-    ];
+    const hidden = endpointsOfOwnedWork(session, job.body.job_id, agentId);
     for (const [method, path, body] of hidden) {
       const response = await t.request(method, path, body, as('bob'));
       assert.equal(response.status, 404, `bob ${method} ${path}: ${JSON.stringify(response.body)}`);

@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { bareTokenIdentity } from '../../src/api-tokens.js';
 import { startTestBerth, type TestBerth } from '../support/berth.js';
+import { endpointsOfOwnedWork } from '../support/callers.js';
 
 const token = () => `berth-test-${randomBytes(16).toString('hex')}`;
 const ALICE = token();
@@ -65,20 +66,7 @@ describe('identity comes from the API token, not from client_id', () => {
     assert.equal(agent.status, 200, JSON.stringify(agent.body));
     const agentId = agent.body.id as string;
 
-    const hidden: [string, string, unknown?][] = [
-      ['GET', `/sessions/${session}/messages`],
-      ['DELETE', `/sessions/${session}`],
-      ['POST', '/run', { prompt: 'recall:', engine: { session_id: session, resume: true } }],
-      ['POST', '/run', { prompt: 'recall:', engine: { session_id: session, fork_session: true } }],
-      ['POST', '/run/async', { prompt: 'recall:', engine: { session_id: session, resume: true } }],
-      ['GET', `/run/stream?${new URLSearchParams({ prompt: 'recall:', session_id: session })}`],
-      ['GET', `/jobs/${job.body.job_id}`],
-      ['DELETE', `/jobs/${job.body.job_id}`],
-      ['GET', `/agents/${agentId}`],
-      ['POST', `/agents/${agentId}/send`, { prompt: 'say: hijack' }],
-      ['GET', `/agents/${agentId}/stream`],
-      ['DELETE', `/agents/${agentId}`],
-    ];
+    const hidden = endpointsOfOwnedWork(session, job.body.job_id, agentId);
     const pretending = ['alice-laptop', 'alice', 'Alice', ' alice', 'alice/alice-laptop', '../alice', 'alice:alice-laptop', 'token:alice', bareTokenIdentity(ALICE), ''.padEnd(256, 'alice/')];
     for (const clientId of pretending) {
       const bob = await login(BOB, clientId);

@@ -19,3 +19,22 @@ export async function startBerthWithCallers<const N extends string>(
   }
   return { t, as: (name) => ({ authorization: `Bearer ${tokens.get(name)}` }), apiTokenOf: (name) => apiTokens.get(name)! };
 }
+
+/** Every endpoint that reaches one caller's session, job or agent: each must answer 404 to another caller. */
+export function endpointsOfOwnedWork(session: string, jobId: string, agentId: string): [method: string, path: string, body?: unknown][] {
+  return [
+    ['GET', `/sessions/${session}/messages`],
+    ['GET', `/sessions/${session}/messages/00000000-0000-4000-8000-000000000000`],
+    ['DELETE', `/sessions/${session}`],
+    ['POST', '/run', { prompt: 'recall:', engine: { session_id: session, resume: true } }],
+    ['POST', '/run', { prompt: 'recall:', engine: { session_id: session, fork_session: true } }],
+    ['POST', '/run/async', { prompt: 'recall:', engine: { session_id: session, resume: true } }],
+    ['GET', `/run/stream?${new URLSearchParams({ prompt: 'recall:', session_id: session })}`],
+    ['GET', `/jobs/${jobId}`],
+    ['DELETE', `/jobs/${jobId}`],
+    ['GET', `/agents/${agentId}`],
+    ['POST', `/agents/${agentId}/send`, { prompt: 'say: hijack' }],
+    ['GET', `/agents/${agentId}/stream`],
+    ['DELETE', `/agents/${agentId}`],
+  ];
+}

@@ -125,10 +125,22 @@ function outputTail(output: string): string {
  * (sizes, links, the Containerfile a regular file), since the directory may change while it is packed.
  */
 async function packContext(contextDir: string, tarPath: string, dockerfile: string, maxBytes: number): Promise<string> {
+  const outward = await pack(contextDir, tarPath, maxBytes, new Set());
+  // Rare: a second pass without the links that point out of the context keeps the first one simple.
+  if (outward.size > 0) await pack(contextDir, tarPath, maxBytes, outward);
+  return readBack(tarPath, dockerfile, maxBytes);
+}
+
+/**
+ * Archives the context without following links, leaving out `drop`, counting file sizes up to `maxBytes`
+ * (a 400 past it); answers the links found pointing out of the context.
+ */
+async function pack(contextDir: string, tarPath: string, maxBytes: number, drop: ReadonlySet<string>): Promise<Set<string>> {
   let total = 0;
   let tooLarge = false;
   const pending: Promise<void>[] = [];
   const outward = new Set<string>();
+  await rm(tarPath, { force: true });
   await createTar(
     {
       cwd: contextDir,
@@ -136,9 +148,9 @@ async function packContext(contextDir: string, tarPath: string, dockerfile: stri
       portable: true,
       follow: false,
       filter: (path, stat) => {
-        if (tooLarge) return false;
+        if (drop.has(path) || tooLarge) return false;
         if ('isSymbolicLink' in stat && stat.isSymbolicLink()) {
-          // Decided after reading the link; the archive is checked again below in any case.
+          // Decided after reading the link; the archive is checked again (readBack) in any case.
           pending.push(readlink(join(contextDir, path)).then((target) => {
             if (pointsOutside(path, target)) outward.add(path);
           }, () => undefined));
@@ -154,33 +166,7 @@ async function packContext(contextDir: string, tarPath: string, dockerfile: stri
   );
   await Promise.all(pending);
   if (tooLarge) throw tooLargeError(maxBytes);
-  if (outward.size > 0) await dropEntries(contextDir, tarPath, outward, maxBytes);
-  return readBack(tarPath, dockerfile, maxBytes);
-}
-
-/** Packs again without the links that point out of the context (rare: a second pass keeps the first simple). */
-async function dropEntries(contextDir: string, tarPath: string, drop: ReadonlySet<string>, maxBytes: number): Promise<void> {
-  let total = 0;
-  let tooLarge = false;
-  await rm(tarPath, { force: true });
-  await createTar(
-    {
-      cwd: contextDir,
-      file: tarPath,
-      portable: true,
-      follow: false,
-      filter: (path, stat) => {
-        if (drop.has(path) || tooLarge) return false;
-        if ('isFile' in stat && stat.isFile()) {
-          total += stat.size;
-          if (total > maxBytes) tooLarge = true;
-        }
-        return !tooLarge;
-      },
-    },
-    ['.'],
-  );
-  if (tooLarge) throw tooLargeError(maxBytes);
+  return outward;
 }
 
 async function readBack(tarPath: string, dockerfile: string, maxBytes: number): Promise<string> {
