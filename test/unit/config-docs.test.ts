@@ -1,5 +1,5 @@
-// Every SERVICE_* variable the code reads is in the README's configuration table, and the table names no
-// variable the code does not read.
+// Every SERVICE_* variable the code reads is in the configuration table of docs/configuration.md, and the
+// table names no variable the code does not read.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
@@ -13,18 +13,21 @@ function sourceFiles(dir: string): string[] {
   );
 }
 
-test('the README configuration table and the variables the code reads are the same set', () => {
+test('the configuration table of docs/configuration.md and the variables the code reads are the same set', () => {
   const read = new Set<string>();
   for (const file of sourceFiles(join(ROOT, 'src'))) {
     for (const match of readFileSync(file, 'utf8').matchAll(/read\.\w+\(\s*'(SERVICE_[A-Z0-9_]+)'/g)) read.add(match[1]!);
   }
   assert.ok(read.size > 40, `found the variables in src/config.ts (${read.size})`);
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('## Configuration'), readme.indexOf('\n## ', readme.indexOf('## Configuration') + 5));
+  const page = readFileSync(join(ROOT, 'docs', 'configuration.md'), 'utf8');
+  const start = page.indexOf('# Configuration');
+  assert.ok(start >= 0, 'docs/configuration.md has its # Configuration section');
+  const end = page.indexOf('\n## ', start);
+  const section = page.slice(start, end < 0 ? undefined : end);
   const documented = new Set<string>();
   for (const line of section.split('\n').filter((l) => l.startsWith('| `SERVICE_'))) {
     for (const match of line.split('|')[1]!.matchAll(/`(SERVICE_[A-Z0-9_]+)`/g)) documented.add(match[1]!);
   }
-  assert.deepEqual([...read].filter((name) => !documented.has(name)).sort(), [], 'read by the code but missing from the README table');
-  assert.deepEqual([...documented].filter((name) => !read.has(name)).sort(), [], 'in the README table but read by no code');
+  assert.deepEqual([...read].filter((name) => !documented.has(name)).sort(), [], 'read by the code but missing from the table of docs/configuration.md');
+  assert.deepEqual([...documented].filter((name) => !read.has(name)).sort(), [], 'in the table of docs/configuration.md but read by no code');
 });
