@@ -1,5 +1,5 @@
 // The engine's command line and environment for one run, from validated options. Every engine option of
-// the API maps to one real flag or environment switch of Claude Code (README, "Engine options").
+// the API maps to one real flag or environment switch of Claude Code (docs/runs.md, "Engine options and what they become").
 // User text (prompt, system prompts) never appears in argv: it is uploaded as files, so no character of
 // it can be taken as a flag or a shell word, and its size is not bounded by the kernel's argv limits.
 import type { EngineFlags, LifecycleHooks } from './engine-flags.js';

@@ -3,7 +3,7 @@
 // Berth as a child process on real Podman with the real engine and a model outside the service. Every cell
 // asserts the work's outcome; every round asserts that nothing of the instance is left once it settles (no
 // container, no process, no secret), and that every accepted job reached a terminal state. The matrix of
-// observed outcomes is printed at the end (and shown in the README).
+// observed outcomes is printed at the end (and shown in docs/reliability.md).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
