@@ -21,22 +21,34 @@ export async function chat(context: Context, id: string, options: { rm?: boolean
   const { berth } = context;
   const out = process.stdout;
   const following = new AbortController();
-  // Subscribed before anything is sent: events are not replayed, so a turn's first events need a reader.
-  const events = berth.agents.events(id, { signal: following.signal });
   await untilReady(berth, id);
 
   let leave!: (leaving: Leaving) => void;
   const left = new Promise<Leaving>((resolve) => (leave = resolve));
-  const interactive = Boolean(process.stdin.isTTY);
-  const rl = createInterface({ input: process.stdin, output: out, prompt: PROMPT, terminal: interactive });
-  const conversation = new Conversation(berth, id, rl, out, interactive, leave);
-
+  // Events are not replayed, so no line is sent before the stream is open (Berth subscribes before it
+  // answers): piped input would otherwise send its first turn before the subscription, and its output
+  // would never be shown.
+  let connected!: () => void;
+  const open = new Promise<void>((resolve) => (connected = resolve));
+  const events = berth.agents.events(id, { signal: following.signal, onConnect: () => connected() });
+  let conversation: Conversation | undefined;
   (async () => {
-    for await (const event of events) conversation.event(event);
+    for await (const event of events) conversation?.event(event);
     leave({ reason: 'exited', why: 'its event stream ended' });
   })().catch((error: unknown) => leave(following.signal.aborted ? { reason: 'eof' } : { reason: 'failed', error }));
-  rl.on('line', (line) => conversation.input(line));
-  rl.on('close', () => conversation.endOfInput());
+  const stoppedEarly = await Promise.race([open.then(() => undefined), left]);
+  if (stoppedEarly !== undefined) {
+    following.abort();
+    if (stoppedEarly.reason === 'failed') throw stoppedEarly.error;
+    throw new CliError(`agent ${id} has exited: ${stoppedEarly.reason === 'exited' ? stoppedEarly.why : 'its event stream ended'}`);
+  }
+
+  const interactive = Boolean(process.stdin.isTTY);
+  const rl = createInterface({ input: process.stdin, output: out, prompt: PROMPT, terminal: interactive });
+  conversation = new Conversation(berth, id, rl, out, interactive, leave);
+  const talking = conversation;
+  rl.on('line', (line) => talking.input(line));
+  rl.on('close', () => talking.endOfInput());
   // A terminal's Ctrl-C reaches readline as a key; piped input leaves the signal to the process.
   const interrupted = () => leave({ reason: 'interrupt' });
   rl.on('SIGINT', interrupted);
