@@ -61,14 +61,15 @@ if [ "$suite" = all ] || [ "$suite" = integration ]; then
     echo "LEAK: $tables nftables table(s) of test instances left:"; nft list tables | grep 'berth-test-'
     status=1
   fi
-  dirs=$(find "${TMPDIR:-/tmp}" -maxdepth 1 -name 'berth-test-*' | wc -l)
+  dirs=$(find "${TMPDIR:-/tmp}" -maxdepth 1 \( -name 'berth-test-*' -o -name 'berth-svc-*' \) | wc -l)
   if [ "$dirs" -gt 0 ]; then
     echo "LEAK: $dirs test directories left in ${TMPDIR:-/tmp}"
     status=1
   fi
-  services=$(pgrep -f 'podman system service .*berth-test-' | wc -l || true)
+  # berth-svc-: Berths that tests start as child processes (test/support/service-process.ts).
+  services=$(pgrep -f 'podman system service .*berth-(test|svc)-' | wc -l || true)
   if [ "$services" -gt 0 ]; then
-    echo "LEAK: $services Podman service(s) of test instances still running:"; pgrep -fa 'podman system service .*berth-test-'
+    echo "LEAK: $services Podman service(s) of test instances still running:"; pgrep -fa 'podman system service .*berth-(test|svc)-'
     status=1
   fi
 fi
