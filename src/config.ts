@@ -142,6 +142,25 @@ export interface Config {
     /** A build's own file system: its sandbox with the images it reads and makes (runtime/podman/rootless-build.ts). */
     readonly buildDiskBytes: number;
   };
+  /** Workspaces: the files a caller brings in and a session's work keeps (docs/workspaces.md). */
+  readonly workspaces: {
+    /** Size of each workspace's own file system (checkpoints included): a write past it fails with ENOSPC. */
+    readonly maxBytes: number;
+    /** Files a workspace may hold (uploads and archives are refused past it; its file system has room for three times as many, for checkpoints). */
+    readonly maxFiles: number;
+    /** A workspace unused this long is removed. */
+    readonly ttlMs: number;
+    /** Workspaces a caller creates with POST /workspaces (session-owned ones are not counted). */
+    readonly maxPerCaller: number;
+    /** An archive whose unpacked size exceeds its packed size by more than this factor is refused. */
+    readonly maxArchiveRatio: number;
+    /** The container uid and gid that own the files Berth writes into a workspace (the default images' user). */
+    readonly fileOwnerUid: number;
+    /** Files larger than this are listed by a diff but their content is neither kept in checkpoints nor diffed. */
+    readonly diffMaxFileBytes: number;
+    /** Time a git clone into a workspace may take. */
+    readonly cloneTimeoutMs: number;
+  };
   /** Persistent agents (docs/agents.md). */
   readonly agents: {
     /** Event streams one agent serves at once. */
@@ -494,6 +513,16 @@ export function loadConfig(env: Env = process.env): Config {
       stackDiskBytes: read.memory('SERVICE_COMPOSE_STACK_DISK', '4g'),
       buildDiskBytes: read.memory('SERVICE_COMPOSE_BUILD_DISK', '8g'),
     },
+    workspaces: {
+      maxBytes: read.memory('SERVICE_WORKSPACE_MAX_BYTES', '2g'),
+      maxFiles: read.int('SERVICE_WORKSPACE_MAX_FILES', 100_000, 100, 10_000_000),
+      ttlMs: read.duration('SERVICE_WORKSPACE_TTL', '7d'),
+      maxPerCaller: read.int('SERVICE_WORKSPACE_MAX_PER_CALLER', 50, 1, 100_000),
+      maxArchiveRatio: read.number('SERVICE_WORKSPACE_MAX_ARCHIVE_RATIO', 100, 1),
+      fileOwnerUid: read.int('SERVICE_WORKSPACE_FILE_OWNER_UID', 1000, 0, USERNS_SIZE - 1),
+      diffMaxFileBytes: read.memory('SERVICE_WORKSPACE_DIFF_MAX_FILE_BYTES', '1m'),
+      cloneTimeoutMs: read.duration('SERVICE_WORKSPACE_CLONE_TIMEOUT', '5m'),
+    },
     agents: {
       maxSubscribers: read.int('SERVICE_AGENT_MAX_SUBSCRIBERS', 8, 1, 10_000),
       defaultIdleTimeoutSeconds: Math.max(1, Math.round(read.duration('SERVICE_AGENT_IDLE_TIMEOUT', '30m') / 1000)),
@@ -557,7 +586,7 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('SERVICE_CONTAINER_LOG_MAX_BYTES', `"${read.optional('SERVICE_CONTAINER_LOG_MAX_BYTES')}" is below the minimum of 64k`);
   }
   // A disk smaller than this is mostly its own file system's metadata (runtime/run-disk.ts).
-  for (const [name, bytes] of [['SERVICE_COMPOSE_STACK_DISK', config.compose.stackDiskBytes], ['SERVICE_COMPOSE_BUILD_DISK', config.compose.buildDiskBytes]] as const) {
+  for (const [name, bytes] of [['SERVICE_COMPOSE_STACK_DISK', config.compose.stackDiskBytes], ['SERVICE_COMPOSE_BUILD_DISK', config.compose.buildDiskBytes], ['SERVICE_WORKSPACE_MAX_BYTES', config.workspaces.maxBytes]] as const) {
     if (bytes < 64 * 1024 ** 2) throw new ConfigError(name, `"${read.optional(name)}" is below the minimum of 64m`);
   }
   // Passed to useradd/runuser: a plain system user name, never an option.

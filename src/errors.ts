@@ -22,6 +22,11 @@ export const ERROR_STATUS = {
   BERTH_ERR_JOB_NOT_FOUND: 404,
   BERTH_ERR_AGENT_NOT_FOUND: 404,
   BERTH_ERR_ROUTE_NOT_FOUND: 404,
+  BERTH_ERR_WORKSPACE_NOT_FOUND: 404,
+  BERTH_ERR_WORKSPACE_BUSY: 409,
+  BERTH_ERR_WORKSPACE_FULL: 413,
+  BERTH_ERR_WORKSPACES_PER_CALLER: 429,
+  BERTH_ERR_WORKSPACE_CLONE_FAILED: 502,
   BERTH_ERR_SESSION_BUSY: 409,
   BERTH_ERR_JOB_FINISHED: 409,
   BERTH_ERR_AGENT_BUSY: 409,
@@ -101,6 +106,14 @@ export const errors = {
   sessionNotFound: (id: string) => new BerthError('BERTH_ERR_SESSION_NOT_FOUND', `session ${id} not found`),
   jobNotFound: (id: string) => new BerthError('BERTH_ERR_JOB_NOT_FOUND', `job ${id} not found`),
   routeNotFound: (method: string, url: string) => new BerthError('BERTH_ERR_ROUTE_NOT_FOUND', `no route ${method} ${url}`),
+  workspaceNotFound: (id: string) => new BerthError('BERTH_ERR_WORKSPACE_NOT_FOUND', `workspace ${id} not found`),
+  workspaceBusy: (id: string) =>
+    new BerthError('BERTH_ERR_WORKSPACE_BUSY', `workspace ${id} is in use by a run or an agent; retry when it has finished (an agent holds its workspace until it is deleted)`),
+  workspaceFull: (id: string, what: string) =>
+    new BerthError('BERTH_ERR_WORKSPACE_FULL', `workspace ${id} is full: ${what} (SERVICE_WORKSPACE_MAX_BYTES, SERVICE_WORKSPACE_MAX_FILES); nothing of this upload was written; delete files or use a new workspace`),
+  workspacesPerCaller: (limit: number | string) =>
+    new BerthError('BERTH_ERR_WORKSPACES_PER_CALLER', `too many workspaces: this caller already has ${limit} (SERVICE_WORKSPACE_MAX_PER_CALLER); delete one first`),
+  workspaceCloneFailed: (why: string) => new BerthError('BERTH_ERR_WORKSPACE_CLONE_FAILED', `git clone failed: ${why}`),
   sessionBusy: (id: string) =>
     new BerthError('BERTH_ERR_SESSION_BUSY', `session ${id} is in use by another run; retry when it has finished`),
   jobFinished: (id: string, status: string) =>
