@@ -2,7 +2,8 @@
 // engine command, talking to the same offline model, in one process: sequentially and at concurrency 1,
 // 4 and 8, raw, Berth with the pool of pre-started engines off and Berth with it on (its default size),
 // measured alternately round by round. Then /run/stream's first frame, persistent agents (spawn to idle,
-// send to first output, memory with 20 idle) and a soak of POST /run at concurrency 8 with the pool on.
+// send to first output, memory with 20 idle), workspaces (bench/workspace-rows.ts) and a soak of POST /run
+// at concurrency 8 with the pool on.
 // Prints the tables and writes the figures as JSON to bench/results/.
 //   npx tsx bench/berth-vs-raw.ts [--rounds N] [--soak N] [--levels 1,4,8]
 import { execFile } from 'node:child_process';
@@ -18,6 +19,7 @@ import { startOfflineModel } from '../src/offline-model/server.js';
 import { INSTANCE_LABEL } from '../src/runtime/container-runtime.js';
 import { percentile, runLoad, type LoadResult } from '../test/support/load.js';
 import { modelUrlFromContainers } from '../test/support/berth.js';
+import { measureWorkspaces, printWorkspaceRows, type WorkspaceRows } from './workspace-rows.js';
 
 // The raw runs need the same Podman settings as Berth on this kind of host (runc, explicit ulimits).
 process.env.CONTAINERS_CONF ??= join(import.meta.dirname, '..', 'scripts', 'containers.conf');
@@ -220,6 +222,7 @@ interface Soak {
   containers_left: number;
 }
 let soak: Soak | undefined;
+let workspaces: WorkspaceRows | undefined;
 interface OffOn {
   off: number;
   on: number;
@@ -291,6 +294,13 @@ try {
   extras.rss_mb_idle_agents = { before: Math.round(rssBefore / 2 ** 20), after: Math.round(process.memoryUsage().rss / 2 ** 20), agents: IDLE_AGENTS };
   for (const id of agents) await fetch(`${berth.url}/agents/${id}`, { method: 'DELETE' });
 
+  process.stderr.write('workspaces…\n');
+  workspaces = await measureWorkspaces(
+    { url: pooled.url, metricsUrl: pooled.metricsUrl, poolReady: () => poolReady(pooledConfig.pool.size), counter },
+    dir,
+    (line) => process.stderr.write(`${line}\n`),
+  );
+
   if (soakRuns > 0) {
     process.stderr.write(`soak: ${soakRuns} POST /run at concurrency 8 (pool on)…\n`);
     const soakSide = side();
@@ -342,6 +352,7 @@ console.log(`| /run/stream to its first output frame, p50 (pool off / on) | ${ex
 console.log(`| POST /agents to idle, p50 (pool off / on) | ${extras.agent_idle_ms.off} / ${extras.agent_idle_ms.on} ms |`);
 console.log(`| agent send to first output, p50 (pool off / on) | ${extras.agent_first_output_ms.off} / ${extras.agent_first_output_ms.on} ms |`);
 console.log(`| bench process RSS (both Berths in it) before / with ${IDLE_AGENTS} idle agents | ${extras.rss_mb_idle_agents.before} / ${extras.rss_mb_idle_agents.after} MiB |`);
+if (workspaces) printWorkspaceRows(workspaces);
 if (soak) {
   console.log(
     `\nsoak: ${soak.runs} POST /run at concurrency 8 (pool on): ${soak.failures} failures, p50 ${soak.p50_ms} ms, p95 ${soak.p95_ms} ms (p95/p50 ${soak.p95_over_p50}), ${soak.throughput_per_s} runs/s, ${soak.containers_left} containers left`,
@@ -350,7 +361,7 @@ if (soak) {
 const resultsDir = join(import.meta.dirname, 'results');
 await mkdir(resultsDir, { recursive: true });
 const file = join(resultsDir, `berth-vs-raw-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-await writeFile(file, `${JSON.stringify({ at: new Date().toISOString(), levels: rows, extras, soak }, null, 2)}\n`);
+await writeFile(file, `${JSON.stringify({ at: new Date().toISOString(), levels: rows, extras, workspaces, soak }, null, 2)}\n`);
 console.log(`\nfigures written to ${file}`);
 const failed = rows.some((r) => r.berth.failures > 0 || r.pooled.failures > 0) || (soak !== undefined && (soak.failures > 0 || soak.containers_left > 0));
 if (failed) process.exitCode = 1;
