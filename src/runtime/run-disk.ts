@@ -29,11 +29,18 @@ export type WritablePlace = (typeof WRITABLE_PLACES)[number];
 export interface RunDisks {
   /**
    * Creates a file system of `bytes` and mounts it at `mountPoint` (created; must not exist), world-writable
-   * with the run's writable places; `bare`: only the empty file system, its root root's (stacks, builds).
+   * with the run's writable places; `bare`: only the empty file system, its root root's (stacks, builds,
+   * workspaces); `inodes`: the file system's exact number of inodes (its file-count bound; mkfs's default
+   * otherwise, one per 16 KiB).
    */
-  create(mountPoint: string, bytes: number, options?: { readonly bare?: boolean }): Promise<void>;
+  create(mountPoint: string, bytes: number, options?: DiskOptions): Promise<void>;
   /** Unmounts the disk at `mountPoint` (if mounted) and removes its image; the mount point stays. Idempotent. */
   release(mountPoint: string): Promise<void>;
+}
+
+export interface DiskOptions {
+  readonly bare?: boolean;
+  readonly inodes?: number;
 }
 
 /** Host paths of a disk's writable places (as the container runtime sees the host). */
@@ -50,7 +57,7 @@ export class LoopDisks implements RunDisks {
     return run('mkfs.ext4', ['-V']).then(() => undefined, () => 'mkfs.ext4 is missing (Debian package e2fsprogs)');
   }
 
-  async create(mountPoint: string, bytes: number, options: { readonly bare?: boolean } = {}): Promise<void> {
+  async create(mountPoint: string, bytes: number, options: DiskOptions = {}): Promise<void> {
     const image = `${mountPoint}${DISK_IMAGE_SUFFIX}`;
     // 'wx': a leftover image of the same name is never reused (its file system is not ours to trust).
     const file = await open(image, 'wx', 0o600);
@@ -62,7 +69,8 @@ export class LoopDisks implements RunDisks {
     let mounted = false;
     try {
       // No journal: the disk lives as long as its run; lazy inode tables and no discard keep mkfs at a few ms.
-      await run('mkfs.ext4', ['-q', '-F', '-O', '^has_journal', '-E', 'lazy_itable_init=1,nodiscard', '-m', '0', image]);
+      const inodes = options.inodes === undefined ? [] : ['-N', String(options.inodes)];
+      await run('mkfs.ext4', ['-q', '-F', '-O', '^has_journal', '-E', 'lazy_itable_init=1,nodiscard', '-m', '0', ...inodes, image]);
       await mkdir(mountPoint, { mode: 0o700 });
       await run('mount', ['-t', 'ext4', '-o', 'loop,nosuid,nodev,noatime', image, mountPoint]);
       mounted = true;
@@ -91,7 +99,8 @@ export class LoopDisks implements RunDisks {
   }
 }
 
-async function unmount(mountPoint: string): Promise<void> {
+/** Unmounts `mountPoint`; a busy one is detached (lazily unmounted) instead. */
+export async function unmount(mountPoint: string): Promise<void> {
   try {
     await run('umount', [mountPoint]);
   } catch {

@@ -1,0 +1,434 @@
+// Workspaces: a caller's files, on a disk of their own (runtime/workspace-disks.ts), indexed in the store.
+// This service decides who may touch which workspace and when: another caller's workspace is "not found"
+// (like sessions), one run or agent holds a workspace at a time, the API does not write while one does,
+// and a workspace nobody used for SERVICE_WORKSPACE_TTL is removed. docs/workspaces.md.
+import { randomUUID } from 'node:crypto';
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { errors } from '../../errors.js';
+import type { SessionLink, WorkspaceRecord, WorkspaceSource, WorkspaceStore } from '../../store/workspaces/workspace-store.js';
+import { takeCheckpoint as takeCheckpointOnDisk } from './checkpoints.js';
+import { treeUsage } from './workspace-files.js';
+
+export type { WorkspaceRecord, WorkspaceSource } from '../../store/workspaces/workspace-store.js';
+
+const run = promisify(execFile);
+
+/** A mounted workspace, for Berth's own file operations. */
+export interface OpenWorkspace {
+  readonly id: string;
+  /** Host path of the nosymfollow view root (use for ALL API file access). */
+  readonly view: string;
+  /** join(view, 'tree') */
+  readonly tree: string;
+  /** join(view, '.berth'): checkpoints, tmp */
+  readonly internal: string;
+  readonly maxBytes: number;
+  readonly maxFiles: number;
+  /** Host ids for files Berth writes. */
+  readonly fileOwner: { uid: number; gid: number };
+  /** Entries of the tree (files, directories, links) when this operation began: what maxFiles bounds. */
+  readonly fileCount: number;
+}
+
+/** One run or agent holding a workspace. */
+export interface WorkspaceLease {
+  readonly id: string;
+  /** The disk mount's tree (NOT the view): what gets bound at the workdir. */
+  readonly treeHostPath: string;
+  /** Idempotent. Measures the tree the run left, then gives the workspace back. */
+  release(): Promise<void>;
+}
+
+/** JSON of GET /workspaces/:id and of the list's items. */
+export interface WorkspaceView {
+  readonly id: string;
+  readonly created_at: string;
+  readonly last_used_at: string;
+  /** Bytes of the tree's regular files and links, as last measured. */
+  readonly size_bytes: number;
+  readonly max_bytes: number;
+  readonly file_count: number;
+  readonly max_files: number;
+  readonly sessions: string[];
+  readonly owner_session: string | null;
+  readonly in_use: boolean;
+  readonly source: WorkspaceSource;
+}
+
+export interface WorkspaceHolder {
+  readonly kind: 'run' | 'agent';
+  readonly id: string;
+}
+
+/** What the service needs of the disks (runtime/workspace-disks.ts's WorkspaceDisks; a fake in unit tests). */
+export interface WorkspaceDiskPort {
+  create(id: string): Promise<MountedWorkspaceDisk>;
+  open(id: string): Promise<MountedWorkspaceDisk>;
+  exists(id: string): Promise<boolean>;
+  remove(id: string): Promise<void>;
+  list(): Promise<string[]>;
+}
+
+export interface MountedWorkspaceDisk {
+  readonly mountPoint: string;
+  readonly view: string;
+  release(): void;
+}
+
+export interface WorkspaceSettings {
+  readonly maxBytes: number;
+  readonly maxFiles: number;
+  readonly ttlMs: number;
+  readonly maxPerCaller: number;
+  readonly diffMaxFileBytes: number;
+  /** Host uid/gid of the files Berth writes into a tree. */
+  readonly fileOwner: { readonly uid: number; readonly gid: number };
+}
+
+export interface WorkspaceServiceOptions {
+  readonly store: WorkspaceStore;
+  /** Undefined on a Berth that cannot mount file systems (rootless): every call answers 503 saying so. */
+  readonly disks: WorkspaceDiskPort | undefined;
+  /** Why there are no disks (shown in the 503). */
+  readonly unavailableReason?: string;
+  readonly settings: WorkspaceSettings;
+  readonly log?: (details: object, message: string) => void;
+  readonly now?: () => number;
+  /** Checkpoints (checkpoints.ts); replaceable in unit tests. */
+  readonly takeCheckpoint?: (ws: OpenWorkspace, name: 'last_run' | 'upload', options: { diffMaxFileBytes: number }) => Promise<unknown>;
+  /** Copies one tree into another (a fork); `cp -a` by default. */
+  readonly copyTree?: (from: string, to: string) => Promise<void>;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** The reason given when workspaces are asked for on a Berth without disks. */
+export const WORKSPACES_NEED_ROOT = 'workspaces need a rootful Berth (each workspace is a loop-mounted file system of its own)';
+
+export class WorkspaceService {
+  private readonly leases = new Map<string, WorkspaceHolder>();
+  /** API writes in flight per workspace (a run is not let in meanwhile). */
+  private readonly writers = new Map<string, number>();
+  /** Serializes API writes per workspace, so usage measured after one is what the next one checks. */
+  private readonly writeQueues = new Map<string, Promise<unknown>>();
+  /** Workspaces being deleted: gone for every caller from the moment the delete begins. */
+  private readonly deleting = new Set<string>();
+  /** Creations in flight per owner (counted against the per-caller cap before they are in the store). */
+  private readonly creating = new Map<string, number>();
+  private readonly settings: WorkspaceSettings;
+  private readonly now: () => number;
+
+  constructor(private readonly options: WorkspaceServiceOptions) {
+    this.settings = options.settings;
+    this.now = options.now ?? Date.now;
+  }
+
+  /** Whether workspaces work on this Berth. */
+  get available(): boolean {
+    return this.options.disks !== undefined;
+  }
+
+  /** At start: index entries without a disk are dropped, disks without an index entry removed. */
+  async init(): Promise<void> {
+    const disks = this.options.disks;
+    if (!disks) return;
+    const known = new Set(await this.options.store.ids());
+    const present = new Set(await disks.list());
+    for (const id of known) {
+      if (present.has(id)) continue;
+      this.options.log?.({ workspace: id }, 'workspace has no disk (removed outside Berth?): dropped from the index');
+      await this.options.store.delete(id);
+    }
+    for (const id of present) {
+      if (known.has(id)) continue;
+      this.options.log?.({ workspace: id }, 'removing a workspace disk the index does not know (a create a previous process did not finish)');
+      await disks.remove(id);
+    }
+  }
+
+  async create(owner: string, options: { source?: 'empty' | 'git' | 'upload'; ownedBySession?: string } = {}): Promise<WorkspaceRecord> {
+    const source: WorkspaceSource = options.ownedBySession !== undefined ? 'session' : (options.source ?? 'empty');
+    return this.createWith(owner, source, options.ownedBySession);
+  }
+
+  async get(owner: string, id: string): Promise<WorkspaceView> {
+    return this.view(await this.owned(owner, id));
+  }
+
+  async list(owner: string): Promise<WorkspaceView[]> {
+    this.disks();
+    const records = await this.options.store.listByOwner(owner);
+    return Promise.all(records.filter((record) => !this.deleting.has(record.id)).map((record) => this.view(record)));
+  }
+
+  async delete(owner: string, id: string): Promise<void> {
+    const record = await this.owned(owner, id);
+    await this.remove(record.id);
+  }
+
+  async withFiles<T>(owner: string, id: string, mode: 'read' | 'write', fn: (ws: OpenWorkspace) => Promise<T>): Promise<T> {
+    const record = await this.owned(owner, id);
+    if (mode === 'read') return this.onDisk(record, fn);
+    if (this.leases.has(id)) throw errors.workspaceBusy(id);
+    this.writers.set(id, (this.writers.get(id) ?? 0) + 1);
+    const previous = this.writeQueues.get(id) ?? Promise.resolve();
+    const turn = previous.catch(() => undefined).then(async () => {
+      // Re-read: the write before this one changed the usage this one is checked against.
+      const current = await this.owned(owner, id);
+      return this.onDisk(current, async (ws) => {
+        try {
+          return await fn(ws);
+        } finally {
+          await this.measure(ws).catch((error: unknown) => this.options.log?.({ err: error, workspace: id }, 'could not measure a workspace'));
+        }
+      });
+    });
+    this.writeQueues.set(id, turn);
+    try {
+      return await turn;
+    } finally {
+      const left = (this.writers.get(id) ?? 1) - 1;
+      if (left === 0) this.writers.delete(id);
+      else this.writers.set(id, left);
+      if (this.writeQueues.get(id) === turn) this.writeQueues.delete(id);
+    }
+  }
+
+  async acquire(owner: string, id: string, holder: WorkspaceHolder): Promise<WorkspaceLease> {
+    const record = await this.owned(owner, id);
+    if (this.leases.has(id) || (this.writers.get(id) ?? 0) > 0) throw errors.workspaceBusy(id);
+    this.leases.set(id, holder);
+    let disk: MountedWorkspaceDisk | undefined;
+    try {
+      disk = await this.disks().open(id);
+      const ws = this.openWorkspace(record, disk);
+      await this.checkpoint(ws, 'last_run');
+      await this.options.store.update(id, { lastUsedAt: this.isoNow(), runCheckpointAt: this.isoNow() });
+    } catch (error) {
+      disk?.release();
+      this.leases.delete(id);
+      throw error;
+    }
+    const mounted = disk;
+    let released: Promise<void> | undefined;
+    return {
+      id,
+      treeHostPath: join(mounted.mountPoint, 'tree'),
+      release: () => {
+        released ??= (async () => {
+          try {
+            await this.measure(this.openWorkspace(record, mounted));
+            await this.options.store.update(id, { lastUsedAt: this.isoNow() });
+          } catch (error) {
+            this.options.log?.({ err: error, workspace: id }, 'could not measure a workspace after its run');
+          } finally {
+            mounted.release();
+            if (this.leases.get(id) === holder) this.leases.delete(id);
+          }
+        })();
+        return released;
+      },
+    };
+  }
+
+  /**
+   * Takes the `upload` checkpoint of a workspace open for writing (after an archive upload or a clone) and
+   * records when: `?since=upload` diffs against it.
+   */
+  async checkpointUpload(ws: OpenWorkspace): Promise<void> {
+    await this.checkpoint(ws, 'upload');
+    await this.options.store.update(ws.id, { uploadCheckpointAt: this.isoNow() });
+  }
+
+  /** Who holds the workspace now, if anyone. */
+  holder(id: string): WorkspaceHolder | undefined {
+    return this.leases.get(id);
+  }
+
+  async sessionWorkspace(sessionId: string): Promise<{ id: string; owned: boolean } | undefined> {
+    if (!this.available) return undefined;
+    const link = await this.options.store.linkOf(sessionId);
+    if (link === undefined || this.deleting.has(link.workspaceId)) return undefined;
+    return { id: link.workspaceId, owned: link.owned };
+  }
+
+  async linkSession(sessionId: string, workspaceId: string, owned: boolean): Promise<void> {
+    this.disks();
+    const link: SessionLink = { sessionId, workspaceId, owned };
+    await this.options.store.link(link);
+    await this.options.store.update(workspaceId, { lastUsedAt: this.isoNow() });
+  }
+
+  async forkForSession(owner: string, fromWorkspaceId: string, newSessionId: string): Promise<string> {
+    const from = await this.owned(owner, fromWorkspaceId);
+    const copy = await this.createWith(owner, 'fork', newSessionId);
+    try {
+      await this.onDisk(from, async (source) => {
+        const target = await this.disks().open(copy.id);
+        try {
+          await (this.options.copyTree ?? copyTree)(source.tree, join(target.view, 'tree'));
+          await this.measure(this.openWorkspace(copy, target));
+        } finally {
+          target.release();
+        }
+      });
+      await this.linkSession(newSessionId, copy.id, true);
+    } catch (error) {
+      await this.remove(copy.id).catch(() => undefined);
+      throw error;
+    }
+    return copy.id;
+  }
+
+  async removeForSession(sessionId: string): Promise<void> {
+    if (!this.available) return;
+    const link = await this.options.store.linkOf(sessionId);
+    if (link === undefined) return;
+    const record = await this.options.store.get(link.workspaceId);
+    if (link.owned && record?.ownedBySession === sessionId) {
+      await this.remove(record.id);
+      return;
+    }
+    await this.options.store.unlink(sessionId);
+  }
+
+  async sweep(nowMs: number): Promise<void> {
+    if (!this.available) return;
+    const stale = await this.options.store.unusedSince(new Date(nowMs - this.settings.ttlMs).toISOString());
+    for (const record of stale) {
+      if (this.leases.has(record.id) || (this.writers.get(record.id) ?? 0) > 0 || this.deleting.has(record.id)) continue;
+      await this.remove(record.id).then(
+        () => this.options.log?.({ workspace: record.id, lastUsedAt: record.lastUsedAt }, 'removed a workspace unused for SERVICE_WORKSPACE_TTL'),
+        (error: unknown) => this.options.log?.({ err: error, workspace: record.id }, 'could not remove an expired workspace'),
+      );
+    }
+  }
+
+  private async createWith(owner: string, source: WorkspaceSource, ownedBySession: string | undefined): Promise<WorkspaceRecord> {
+    const disks = this.disks();
+    const counted = ownedBySession === undefined;
+    if (counted) {
+      const existing = (await this.options.store.countCallerOwned(owner)) + (this.creating.get(owner) ?? 0);
+      if (existing >= this.settings.maxPerCaller) throw errors.workspacesPerCaller(this.settings.maxPerCaller);
+      this.creating.set(owner, (this.creating.get(owner) ?? 0) + 1);
+    }
+    try {
+      const id = randomUUID();
+      const disk = await disks.create(id);
+      disk.release();
+      const now = this.isoNow();
+      const record: WorkspaceRecord = {
+        id,
+        owner,
+        createdAt: now,
+        lastUsedAt: now,
+        source,
+        ownedBySession: ownedBySession ?? null,
+        uploadCheckpointAt: null,
+        runCheckpointAt: null,
+        sizeBytes: 0,
+        fileCount: 0,
+      };
+      try {
+        await this.options.store.insert(record);
+      } catch (error) {
+        await disks.remove(id).catch(() => undefined);
+        throw error;
+      }
+      return record;
+    } finally {
+      if (counted) {
+        const left = (this.creating.get(owner) ?? 1) - 1;
+        if (left === 0) this.creating.delete(owner);
+        else this.creating.set(owner, left);
+      }
+    }
+  }
+
+  /** Unmounts and deletes the workspace's disk and index entry (409 while a run, agent or upload uses it). */
+  private async remove(id: string): Promise<void> {
+    if (this.leases.has(id) || (this.writers.get(id) ?? 0) > 0) throw errors.workspaceBusy(id);
+    if (this.deleting.has(id)) return;
+    this.deleting.add(id);
+    try {
+      await this.disks().remove(id);
+      await this.options.store.delete(id);
+    } finally {
+      this.deleting.delete(id);
+    }
+  }
+
+  /** The caller's workspace; anything else (another caller's, a malformed id, one being deleted) is 404. */
+  private async owned(owner: string, id: string): Promise<WorkspaceRecord> {
+    this.disks();
+    if (!UUID.test(id) || this.deleting.has(id)) throw errors.workspaceNotFound(id);
+    const record = await this.options.store.get(id);
+    if (record === undefined || record.owner !== owner) throw errors.workspaceNotFound(id);
+    return record;
+  }
+
+  private async onDisk<T>(record: WorkspaceRecord, fn: (ws: OpenWorkspace) => Promise<T>): Promise<T> {
+    const disk = await this.disks().open(record.id);
+    try {
+      await this.options.store.update(record.id, { lastUsedAt: this.isoNow() });
+      return await fn(this.openWorkspace(record, disk));
+    } finally {
+      disk.release();
+    }
+  }
+
+  private openWorkspace(record: WorkspaceRecord, disk: MountedWorkspaceDisk): OpenWorkspace {
+    return {
+      id: record.id,
+      view: disk.view,
+      tree: join(disk.view, 'tree'),
+      internal: join(disk.view, '.berth'),
+      maxBytes: this.settings.maxBytes,
+      maxFiles: this.settings.maxFiles,
+      fileOwner: { uid: this.settings.fileOwner.uid, gid: this.settings.fileOwner.gid },
+      fileCount: record.fileCount,
+    };
+  }
+
+  private async measure(ws: OpenWorkspace): Promise<void> {
+    const usage = await treeUsage(ws.tree);
+    await this.options.store.update(ws.id, { sizeBytes: usage.bytes, fileCount: usage.files });
+  }
+
+  private async checkpoint(ws: OpenWorkspace, name: 'last_run' | 'upload'): Promise<void> {
+    const take = this.options.takeCheckpoint ?? takeCheckpointOnDisk;
+    await take(ws, name, { diffMaxFileBytes: this.settings.diffMaxFileBytes });
+  }
+
+  private async view(record: WorkspaceRecord): Promise<WorkspaceView> {
+    return {
+      id: record.id,
+      created_at: record.createdAt,
+      last_used_at: record.lastUsedAt,
+      size_bytes: record.sizeBytes,
+      max_bytes: this.settings.maxBytes,
+      file_count: record.fileCount,
+      max_files: this.settings.maxFiles,
+      sessions: await this.options.store.sessionsOf(record.id),
+      owner_session: record.ownedBySession,
+      in_use: this.leases.has(record.id),
+      source: record.source,
+    };
+  }
+
+  private disks(): WorkspaceDiskPort {
+    if (!this.options.disks) throw errors.runtimeUnavailable(this.options.unavailableReason ?? WORKSPACES_NEED_ROOT);
+    return this.options.disks;
+  }
+
+  private isoNow(): string {
+    return new Date(this.now()).toISOString();
+  }
+}
+
+/** A fork's copy: everything of the tree as it is (links as links, modes and owners kept). */
+async function copyTree(from: string, to: string): Promise<void> {
+  await run('cp', ['-a', '--no-dereference', '--', `${from}/.`, `${to}/`]);
+}
