@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, mkdir, readFile, readdir, rm, symlink, writeFile, stat } from 'node:fs/promises';
+import { mkdtemp, mkdir, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
@@ -23,23 +23,23 @@ test('a checkpoint records every entry and keeps the content of small regular fi
     execFileSync('mkfifo', [join(ws.tree, 'fifo')]);
     const summary = await takeCheckpoint(ws, 'upload', { diffMaxFileBytes: 1024 });
     assert.equal(summary.entries, 5);
-    assert.equal(summary.copies, 1);
+    assert.equal(summary.kept, 1);
     const checkpoint = await readCheckpoint(ws, 'upload');
     assert.ok(checkpoint);
     assert.deepEqual([...checkpoint.entries.keys()], ['big.bin', 'fifo', 'link', 'src', 'src/a.txt']);
     assert.equal(checkpoint.entries.get('link')?.type, 'symlink');
     assert.equal(checkpoint.entries.get('link')?.target, '/etc/passwd');
     assert.equal(checkpoint.entries.get('fifo')?.type, 'other');
-    assert.equal(checkpoint.entries.get('big.bin')?.copy, undefined);
-    const copy = checkpoint.entries.get('src/a.txt')?.copy;
-    assert.ok(copy !== undefined);
-    assert.equal(await readFile(checkpoint.copyPath(copy), 'utf8'), 'hello\n');
+    assert.equal(checkpoint.entries.get('big.bin')?.content, undefined);
+    assert.equal(await checkpoint.readContent(checkpoint.entries.get('big.bin')!), undefined);
+    assert.equal((await checkpoint.readContent(checkpoint.entries.get('src/a.txt')!))?.toString(), 'hello\n');
+    await checkpoint.close();
   } finally {
     await ws.cleanup();
   }
 });
 
-test('taking a checkpoint again replaces it whole and links unchanged content instead of copying it', async () => {
+test('taking a checkpoint again replaces it whole and leaves nothing beside it', async () => {
   const ws = await workspace();
   try {
     await writeFile(join(ws.tree, 'same.txt'), 'same\n');
@@ -51,8 +51,10 @@ test('taking a checkpoint again replaces it whole and links unchanged content in
     const second = await readCheckpoint(ws, 'last_run');
     assert.ok(first && second);
     assert.deepEqual([...second.entries.keys()], ['same.txt']);
-    const copy = second.entries.get('same.txt')?.copy as string;
-    assert.equal((await stat(second.copyPath(copy))).nlink, 1, 'the old checkpoint (the other link) was removed');
+    assert.equal((await second.readContent(second.entries.get('same.txt')!))?.toString(), 'same\n');
+    assert.equal((await first.readContent(first.entries.get('gone.txt')!))?.toString(), 'gone\n', 'a reader of the old checkpoint still reads the old one');
+    await first.close();
+    await second.close();
     assert.deepEqual((await readdir(join(ws.internal, 'checkpoints'))).sort(), ['last_run'], 'no build or old copy left beside it');
     assert.equal(await readCheckpoint(ws, 'upload'), undefined);
   } finally {
@@ -73,7 +75,7 @@ test('a checkpoint of 1,000 small files takes well under a second', async () => 
     started = performance.now();
     await takeCheckpoint(ws, 'last_run', { diffMaxFileBytes: 1024 * 1024 });
     const warm = performance.now() - started;
-    console.log(`checkpoint of 1,010 entries: first ${cold.toFixed(0)} ms, again (linked) ${warm.toFixed(0)} ms`);
+    console.log(`checkpoint of 1,010 entries: first ${cold.toFixed(0)} ms, again ${warm.toFixed(0)} ms`);
     assert.ok(cold < 3000 && warm < 3000);
   } finally {
     await ws.cleanup();
