@@ -243,3 +243,28 @@ test('a fresh short-lived token is not refreshed at once: the margin shrinks to 
   await transport(fetch, tokens).fetch(request('GET', '/jobs'));
   assert.deepEqual(sent.map((s) => s.authorization), [`Bearer ${access}`]);
 });
+
+test('a streamed upload is sent once as it is: not cloned, not sent again after 503 or a network error', async () => {
+  let pulls = 0;
+  const body = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      pulls += 1;
+      if (pulls > 3) controller.close();
+      else controller.enqueue(new Uint8Array(1024));
+    },
+  });
+  const upload = new Request(`${BASE}/workspaces/w/files/big`, { method: 'PUT', body, duplex: 'half' } as RequestInit);
+  const received: number[] = [];
+  const { fetch, sent } = scripted(async (request) => {
+    assert.equal(request, upload, 'the request itself, not a clone (a clone tees the body and keeps a copy)');
+    received.push((await request.arrayBuffer()).byteLength);
+    return refused(503, 'container runtime unavailable: x');
+  });
+  await assert.rejects(transport(fetch).sendOnce(upload), (error: unknown) => error instanceof BerthError && error.status === 503);
+  assert.equal(sent.length, 1);
+  assert.deepEqual(received, [3072]);
+
+  const again = scripted(networkError());
+  await assert.rejects(transport(again.fetch).sendOnce(new Request(`${BASE}/workspaces/w/archive`, { method: 'POST', body: 'x' })), BerthNetworkError);
+  assert.equal(again.sent.length, 1);
+});

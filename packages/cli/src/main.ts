@@ -7,6 +7,7 @@ import { imagesCommand } from './commands/images.js';
 import { jobsCommand } from './commands/jobs.js';
 import { runCommand } from './commands/run.js';
 import { sessionsCommand } from './commands/sessions.js';
+import { diffCommand, pullCommand, pushCommand, workspacesCommand } from './commands/workspaces.js';
 import { healthCommand, versionCommand } from './commands/system.js';
 import { completionScript, SHELLS, type Shell } from './completion.js';
 import { cliVersion, contextOf, DEFAULT_URL, parseUrl } from './context.js';
@@ -25,6 +26,10 @@ export function buildProgram(): Command {
   program.addCommand(runCommand(contextOf));
   program.addCommand(jobsCommand(contextOf));
   program.addCommand(sessionsCommand(contextOf));
+  program.addCommand(pushCommand(contextOf));
+  program.addCommand(pullCommand(contextOf));
+  program.addCommand(diffCommand(contextOf));
+  program.addCommand(workspacesCommand(contextOf));
   program.addCommand(agentsCommand(contextOf));
   program.addCommand(imagesCommand(contextOf));
   program.addCommand(loginCommand(contextOf));

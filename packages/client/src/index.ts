@@ -5,7 +5,7 @@
 //
 // The Berth class wires the parts together: tokens.ts (access tokens), transport.ts (every request:
 // tokens, rate limit, retries, errors), and one module per resource (runs, jobs, sessions, agents,
-// images, auth, system). Request and response types come from Berth's OpenAPI document (types.ts).
+// images, workspaces, auth, system). Request and response types come from Berth's OpenAPI document (types.ts).
 
 import createClient from 'openapi-fetch';
 import type { Api } from './api.js';
@@ -19,6 +19,7 @@ import { Sessions } from './sessions.js';
 import { System } from './system.js';
 import { MemoryTokenStore, TokenManager, type TokenStore } from './tokens.js';
 import { Transport } from './transport.js';
+import { Workspaces } from './workspaces.js';
 import type {
   AsyncRunRequest,
   AsyncRunResponse,
@@ -41,7 +42,11 @@ export type { AgentEventsOptions } from './agents.js';
 export type { PullOptions } from './images.js';
 export { retryPolicy, type RetryPolicy } from './retry-policy.js';
 export type * from './types.js';
-export type { Agents, Auth, Images, Jobs, Sessions };
+export type { Agents, Auth, Images, Jobs, Sessions, Workspaces };
+export type { DownloadOptions, UploadDirectoryOptions, WorkspacePathOptions } from './workspaces.js';
+export type { UploadBody } from './request-body.js';
+export type { PackOptions, PackPlan } from './pack-directory.js';
+export { UnsafeArchiveError, type ExtractedArchive } from './extract-archive.js';
 
 export interface BerthOptions {
   /** Berth's base URL, e.g. `http://127.0.0.1:8080`. */
@@ -78,6 +83,8 @@ export class Berth {
   readonly agents: Agents;
   /** /images. */
   readonly images: Images;
+  /** /workspaces: file trees runs mount at their workdir; files, archives, diffs. */
+  readonly workspaces: Workspaces;
   /** /auth: token exchange, refresh, validation, logout. */
   readonly auth: Auth;
   /** Berth's base URL, without a trailing slash. */
@@ -109,6 +116,11 @@ export class Berth {
     this.sessions = new Sessions(api);
     this.agents = new Agents(api);
     this.images = new Images(api);
+    const raw = transport;
+    this.workspaces = new Workspaces((path, init, replayable) => {
+      const request = new Request(`${raw.baseUrl}${path}`, init);
+      return replayable ? raw.fetch(request) : raw.sendOnce(request);
+    });
     this.auth = new Auth(api, tokens, clientId);
     this.system = new System(api);
   }

@@ -1,7 +1,9 @@
 // The one way requests reach Berth. Every call of the SDK, typed (openapi-fetch) or streamed, goes through
 // Transport.fetch, which adds the access token, keeps to the rate limit, sends again what may be sent
 // again (retry-policy.ts), renews the token after a 401, and turns every non-2xx answer into a
-// BerthError: what it returns is always a 2xx response.
+// BerthError: what it returns is always a 2xx response. A request whose body is a stream (a workspace
+// upload) cannot be sent twice without keeping a copy of everything it sent: sendOnce sends it as it is,
+// once, with no clone, so an upload of gigabytes never sits in memory.
 
 import { backoffDelay, delay, retryAfterMs, type BackoffOptions } from './delay.js';
 import { BerthError, BerthNetworkError } from './errors.js';
@@ -10,6 +12,9 @@ import { retryPolicy } from './retry-policy.js';
 import type { TokenManager } from './tokens.js';
 
 /** Routes that take no access token (an API token or a refresh token is their credential, or none). */
+/** What a request that cannot be sent twice may be sent again after: nothing. */
+const NOT_REPEATED = { statuses: new Set<number>(), networkErrors: false };
+
 const OPEN_ROUTES = new Set(['/health', '/version', '/auth/token', '/auth/refresh', '/swagger/doc.json']);
 
 /** Waits between retries when Berth gives no Retry-After: 0.5 s, 1 s, 2 s, … at most 8 s, jittered. */
@@ -39,18 +44,26 @@ export class Transport {
   }
 
   /** Sends a request (with retries) and answers its 2xx response; throws BerthError for any other status. */
-  readonly fetch = async (input: Request): Promise<Response> => {
+  readonly fetch = (input: Request): Promise<Response> => this.send(input, true);
+
+  /**
+   * Sends a request whose body can be read only once: never cloned, never sent again (not after a 401
+   * either: the tokens are renewed, and the refusal is the error, for the caller to send a new body).
+   */
+  readonly sendOnce = (input: Request): Promise<Response> => this.send(input, false);
+
+  private async send(input: Request, replayable: boolean): Promise<Response> {
     const signal = input.signal;
     const method = input.method.toUpperCase();
     const path = this.routePath(input.url);
-    const policy = retryPolicy(method, path);
+    const policy = replayable ? retryPolicy(method, path) : NOT_REPEATED;
     const needsToken = !OPEN_ROUTES.has(path) && !input.headers.has('authorization');
     let retried = 0;
     let renewedToken = false;
     for (;;) {
       signal.throwIfAborted();
       const authorization = needsToken ? await this.options.tokens.authorization() : undefined;
-      const request = input.clone();
+      const request = replayable ? input.clone() : input;
       if (authorization) request.headers.set('authorization', authorization);
       if (this.options.userAgent) request.headers.set('user-agent', this.options.userAgent);
 
@@ -74,7 +87,7 @@ export class Transport {
       if (response.status === 401 && authorization && !renewedToken) {
         renewedToken = true;
         const refused = await BerthError.fromResponse(response);
-        if (await this.options.tokens.recover(authorization)) continue;
+        if ((await this.options.tokens.recover(authorization)) && replayable) continue;
         throw refused;
       }
       if (policy.statuses.has(response.status) && retried < this.options.retries) {
@@ -87,7 +100,7 @@ export class Transport {
       }
       throw await BerthError.fromResponse(response);
     }
-  };
+  }
 
   private get backoff(): BackoffOptions {
     return this.options.backoff ?? RETRY_BACKOFF;

@@ -151,6 +151,72 @@ export interface ClaudeStatus extends Answer<'/claude/status', 'get'> {}
 /** The answer of GET /secrets. */
 export interface SecretList extends Answer<'/secrets', 'get'> {}
 
+// Workspaces
+/** A workspace, as GET /workspaces/{id} answers it and GET /workspaces lists it. */
+export interface Workspace {
+  id: string;
+  created_at: string;
+  last_used_at: string;
+  /** Bytes of the files in the tree. */
+  size_bytes: number;
+  max_bytes: number;
+  file_count: number;
+  max_files: number;
+  /** The sessions linked to it. */
+  sessions: string[];
+  /** The session that owns it (removed with that session), or null for a caller's workspace. */
+  owner_session: string | null;
+  /** Whether a run or agent holds it now. */
+  in_use: boolean;
+  source: 'empty' | 'upload' | 'git' | 'fork' | 'session';
+}
+/** The body of POST /workspaces: empty, or a git repository to clone. */
+export interface WorkspaceCreateRequest {
+  git?: { url: string; ref?: string; secret?: string };
+}
+/** The answer of GET /workspaces. */
+export interface WorkspaceList {
+  workspaces: Workspace[];
+}
+/** One entry of a directory listing. */
+export interface WorkspaceEntry {
+  name: string;
+  type: 'file' | 'directory' | 'symlink' | 'other';
+  size: number;
+  /** Permission bits only (`mode & 0o777`). */
+  mode: number;
+  mtime: string;
+}
+/** The answer of GET /workspaces/{id}/files/{path} for a directory. */
+export interface WorkspaceDirectory {
+  path: string;
+  entries: WorkspaceEntry[];
+}
+/** The answer of PUT /workspaces/{id}/files/{path}. */
+export interface UploadedFile {
+  path: string;
+  size: number;
+}
+/** The answer of POST /workspaces/{id}/archive. */
+export interface ExtractedUpload {
+  files: number;
+  bytes: number;
+}
+/** The checkpoints a diff compares with: before the last run began, or after the last upload or clone. */
+export type WorkspaceDiffSince = 'last_run' | 'upload';
+/** The answer of GET /workspaces/{id}/diff. */
+export interface WorkspaceDiff {
+  since: WorkspaceDiffSince;
+  checkpoint_at: string;
+  added: string[];
+  changed: string[];
+  removed: string[];
+  binary: string[];
+  too_large: string[];
+  /** The unified diff of the text files. */
+  diff: string;
+}
+
 /** Options every call takes. */
 export interface CallOptions {
   /** Aborts the call; it then rejects with the signal's reason (an `AbortError`). */

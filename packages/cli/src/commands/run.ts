@@ -12,6 +12,7 @@ import { visible } from '../terminal-text.js';
 
 interface RunOptions {
   readonly workdir?: string;
+  readonly workspace?: string;
   readonly model?: string;
   readonly image?: string;
   readonly volume?: string[];
@@ -32,6 +33,7 @@ export function runCommand(contextOf: ContextOf): Command {
     .description('Run a prompt in a fresh container and print the answer as it streams. Ctrl-C cancels the run (its container is removed).')
     .argument('<prompt>', 'what to ask, e.g. "say: hi"')
     .option('-w, --workdir <path>', 'working directory inside the container (default /workspace)')
+    .option('--workspace <id>', 'mount this workspace (berth push) read-write at the working directory')
     .option('-m, --model <model>', 'model name or alias, e.g. sonnet')
     .option('--image <image>', 'base image of the container (glibc-based, present on the server)')
     .option('-v, --volume <host:container[:options]>', 'mount a host directory the server allows (repeatable)', collect)
@@ -59,7 +61,7 @@ function collect(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), value];
 }
 
-function runRequest(prompt: string, options: RunOptions): RunRequest {
+function runRequest(prompt: string, options: RunOptions): RunRequest & { workspace?: string } {
   const session = options.resume ?? options.fork;
   const engine = {
     ...(options.model !== undefined ? { model: options.model } : {}),
@@ -78,18 +80,19 @@ function runRequest(prompt: string, options: RunOptions): RunRequest {
   return {
     prompt,
     ...(options.workdir !== undefined ? { workdir: options.workdir } : {}),
+    ...(options.workspace !== undefined ? { workspace: options.workspace } : {}),
     ...(Object.keys(engine).length > 0 ? { engine } : {}),
     ...(Object.keys(container).length > 0 ? { container } : {}),
   };
 }
 
-/** GET /run/stream takes a prompt, a workdir and a session to resume; anything else needs POST /run. */
+/** GET /run/stream takes a prompt, a workdir, a workspace and a session to resume; anything else needs POST /run. */
 function streamable(request: RunRequest): boolean {
   const { model, fork_session, continue: latest, ...rest } = request.engine ?? {};
   return request.container === undefined && model === undefined && !fork_session && !latest && Object.keys(rest).every((key) => key === 'session_id' || key === 'resume');
 }
 
-async function stream(context: Context, request: RunRequest): Promise<void> {
+async function stream(context: Context, request: RunRequest & { workspace?: string }): Promise<void> {
   const interrupt = onInterrupt();
   const spinner = new Spinner('starting the run');
   let atLineStart = true;
@@ -99,6 +102,7 @@ async function stream(context: Context, request: RunRequest): Promise<void> {
       {
         prompt: request.prompt,
         ...(request.workdir !== undefined ? { workdir: request.workdir } : {}),
+        ...(request.workspace !== undefined ? { workspace: request.workspace } : {}),
         ...(request.engine?.session_id !== undefined ? { session_id: request.engine.session_id, resume: true } : {}),
       },
       { signal: interrupt.signal },

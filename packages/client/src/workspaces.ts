@@ -1,0 +1,186 @@
+// Workspaces: a caller's file trees on Berth that runs mount at their workdir. The resource (create, get,
+// list, delete), its files one at a time (list a directory, upload, download, delete), whole trees as
+// tar.gz both ways (archive, extract, and from/to a local directory in Node), and what changed (diff).
+// Bodies travel as streams both ways: an upload is read from its source as the connection takes it
+// (transport.sendOnce, never cloned or retried), a download is handed over as the response's stream.
+
+import { extractArchive, type ExtractedArchive } from './extract-archive.js';
+import { packDirectory, planDirectory, type PackOptions, type PackPlan } from './pack-directory.js';
+import { uploadInit, type UploadBody } from './request-body.js';
+import type {
+  CallOptions,
+  ExtractedUpload,
+  UploadedFile,
+  Workspace,
+  WorkspaceCreateRequest,
+  WorkspaceDiff,
+  WorkspaceDiffSince,
+  WorkspaceDirectory,
+  WorkspaceList,
+} from './types.js';
+
+/** Sends one request to Berth: `replayable` false for a body that can be read once (see transport.ts). */
+export type RawSend = (path: string, init: RequestInit & { duplex?: 'half' }, replayable: boolean) => Promise<Response>;
+
+export interface WorkspacePathOptions extends CallOptions {
+  /** A subdirectory of the workspace (relative, e.g. `src`); default its root. */
+  path?: string;
+}
+
+export interface DownloadOptions extends CallOptions {
+  /** Only these bytes (inclusive `end`, as HTTP's Range): Berth answers 206 with them. */
+  range?: { start: number; end?: number };
+}
+
+export interface UploadDirectoryOptions extends WorkspacePathOptions, PackOptions {
+  /** Told once the directory has been walked: what will be sent. */
+  onPlan?: (plan: PackPlan) => void;
+  /** Told as the archive goes out: compressed bytes sent so far. */
+  onProgress?: (sentBytes: number) => void;
+}
+
+export class Workspaces {
+  constructor(private readonly send: RawSend) {}
+
+  /** Creates a workspace: empty, or cloned from a git repository (`{ git: { url, ref?, secret? } }`). */
+  async create(request: WorkspaceCreateRequest = {}, options: CallOptions = {}): Promise<Workspace> {
+    return json(await this.send('/workspaces', { method: 'POST', headers: JSON_BODY, body: JSON.stringify(request), signal: options.signal }, true));
+  }
+
+  /** The caller's workspaces. */
+  async list(options: CallOptions = {}): Promise<WorkspaceList> {
+    return json(await this.send('/workspaces', { method: 'GET', signal: options.signal }, true));
+  }
+
+  /** One workspace: size, file count, sessions using it (404 BerthError for another caller's). */
+  async get(id: string, options: CallOptions = {}): Promise<Workspace> {
+    return json(await this.send(workspacePath(id), { method: 'GET', signal: options.signal }, true));
+  }
+
+  /** Deletes a workspace and its files (409 BerthError while a run or agent uses it). */
+  async delete(id: string, options: CallOptions = {}): Promise<void> {
+    await discard(await this.send(workspacePath(id), { method: 'DELETE', signal: options.signal }, true));
+  }
+
+  /** A directory's entries (name, type, size, mode, mtime); `path` '' (the default) is the root. */
+  async files(id: string, path = '', options: CallOptions = {}): Promise<WorkspaceDirectory> {
+    const response = await this.send(filesPath(id, path), { method: 'GET', headers: { accept: 'application/json' }, signal: options.signal }, true);
+    return json(response);
+  }
+
+  /**
+   * Writes one file (parents created), replacing what was there. `body` is streamed when it is a stream
+   * (a Node Readable, a web ReadableStream): the SDK never holds it whole.
+   */
+  async upload(id: string, path: string, body: UploadBody, options: CallOptions = {}): Promise<UploadedFile> {
+    const { streamed, ...init } = uploadInit(body);
+    const response = await this.send(filesPath(id, path), { method: 'PUT', headers: { 'content-type': 'application/octet-stream' }, ...init, signal: options.signal }, !streamed);
+    return json(response);
+  }
+
+  /** A file's bytes as a stream (the whole file, or `range`). */
+  async download(id: string, path: string, options: DownloadOptions = {}): Promise<ReadableStream<Uint8Array>> {
+    const headers: Record<string, string> = {};
+    if (options.range) headers.range = `bytes=${options.range.start}-${options.range.end ?? ''}`;
+    const response = await this.send(filesPath(id, path), { method: 'GET', headers, signal: options.signal }, true);
+    return bodyOf(response);
+  }
+
+  /** Deletes a file, or a directory with everything in it. */
+  async deleteFile(id: string, path: string, options: CallOptions = {}): Promise<void> {
+    const response = await this.send(filesPath(id, path), { method: 'DELETE', signal: options.signal }, true);
+    await discard(response);
+  }
+
+  /** The tree (or `path`'s subtree) as a tar.gz stream: symbolic links stored as links, owners as 0. */
+  async archive(id: string, options: WorkspacePathOptions = {}): Promise<ReadableStream<Uint8Array>> {
+    const response = await this.send(`${workspacePath(id)}/archive${pathQuery(options.path)}`, { method: 'GET', signal: options.signal }, true);
+    return bodyOf(response);
+  }
+
+  /**
+   * Unpacks a tar or tar.gz into the workspace (at `path`). Berth checks every entry first and refuses the
+   * whole archive (400 naming the entry) when one is unsafe; it then takes the `upload` checkpoint.
+   */
+  async extract(id: string, tarball: UploadBody, options: WorkspacePathOptions = {}): Promise<ExtractedUpload> {
+    const { streamed, ...init } = uploadInit(tarball);
+    const response = await this.send(
+      `${workspacePath(id)}/archive${pathQuery(options.path)}`,
+      { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, ...init, signal: options.signal },
+      !streamed,
+    );
+    return json(response);
+  }
+
+  /** What changed since a checkpoint: the summary and the unified diff (binary files listed, not diffed). */
+  async diff(id: string, options: CallOptions & { since?: WorkspaceDiffSince } = {}): Promise<WorkspaceDiff> {
+    const response = await this.send(`${workspacePath(id)}/diff?since=${options.since ?? 'last_run'}`, { method: 'GET', headers: { accept: 'application/json' }, signal: options.signal }, true);
+    return json(response);
+  }
+
+  /** The unified diff alone, as text (`Accept: text/x-diff`). */
+  async diffText(id: string, options: CallOptions & { since?: WorkspaceDiffSince } = {}): Promise<string> {
+    const response = await this.send(`${workspacePath(id)}/diff?since=${options.since ?? 'last_run'}`, { method: 'GET', headers: { accept: 'text/x-diff' }, signal: options.signal }, true);
+    return response.text();
+  }
+
+  /**
+   * Node only. Packs a local directory (honouring its .gitignore files, leaving `.git` out unless
+   * `includeGit`; see pack-directory.ts) and extracts it into the workspace, streaming as it packs.
+   */
+  async uploadDirectory(id: string, dir: string, options: UploadDirectoryOptions = {}): Promise<ExtractedUpload & { plan: PackPlan }> {
+    const plan = await planDirectory(dir, options);
+    options.onPlan?.(plan);
+    const archive = counted(packDirectory(plan), options.onProgress);
+    const extracted = await this.extract(id, archive, { path: options.path, signal: options.signal });
+    return { ...extracted, plan };
+  }
+
+  /**
+   * Node only. Downloads the tree (or `path`'s subtree) and unpacks it into `dir`, which must not exist or
+   * be empty; the archive is checked as hostile first (see extract-archive.ts).
+   */
+  async downloadDirectory(id: string, dir: string, options: WorkspacePathOptions = {}): Promise<ExtractedArchive> {
+    return extractArchive(await this.archive(id, options), dir);
+  }
+}
+
+const JSON_BODY = { 'content-type': 'application/json' };
+
+/** A 2xx answer's JSON body, as the route's schema describes it. */
+async function json<T>(response: Response): Promise<T> {
+  return (await response.json()) as T;
+}
+
+async function discard(response: Response): Promise<void> {
+  await response.body?.cancel().catch(() => undefined);
+}
+
+function workspacePath(id: string): string {
+  return `/workspaces/${encodeURIComponent(id)}`;
+}
+
+/** `/workspaces/{id}/files/a/b c` with each segment escaped; the root is `…/files/`. */
+function filesPath(id: string, path: string): string {
+  const segments = path.split('/').filter((segment) => segment !== '');
+  return `${workspacePath(id)}/files/${segments.map(encodeURIComponent).join('/')}`;
+}
+
+function pathQuery(path: string | undefined): string {
+  return path === undefined || path === '' ? '' : `?path=${encodeURIComponent(path)}`;
+}
+
+function bodyOf(response: Response): ReadableStream<Uint8Array> {
+  if (response.body === null) return new ReadableStream({ start: (controller) => controller.close() });
+  return response.body;
+}
+
+/** `source` passed through, telling `onProgress` the bytes read so far. */
+async function* counted(source: AsyncIterable<Uint8Array>, onProgress?: (bytes: number) => void): AsyncGenerator<Uint8Array> {
+  let total = 0;
+  for await (const chunk of source) {
+    total += chunk.byteLength;
+    onProgress?.(total);
+    yield chunk;
+  }
+}
