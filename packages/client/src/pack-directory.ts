@@ -9,6 +9,7 @@
 // devices. Hard links are stored as separate files and setuid/setgid/sticky bits dropped (Berth refuses
 // both), owners are not recorded (portable mode). The archive is produced as it is read: nothing is
 // buffered beyond the stream's own chunks.
+import { Stats } from 'node:fs';
 import { lstat, readFile, readdir, readlink } from 'node:fs/promises';
 import { isAbsolute, join, posix, sep } from 'node:path';
 import ignore, { type Ignore } from 'ignore';
@@ -94,7 +95,7 @@ export function packDirectory(plan: PackPlan): Pack {
     // a link count of 1 makes every file a file, never a hard link to another entry, and the
     // setuid/setgid/sticky bits are dropped.
     filter: (_path, stat) => {
-      if ('nlink' in stat) {
+      if (stat instanceof Stats) {
         stat.nlink = 1;
         stat.mode &= ~0o7000;
       }
