@@ -3,7 +3,7 @@
 import { defineConfig } from 'vite';
 import preact from '@preact/preset-vite';
 
-const API_PREFIXES = ['/auth', '/run', '/jobs', '/agents', '/sessions', '/images', '/health', '/version', '/claude', '/secrets', '/swagger'];
+const API_PREFIXES = ['/auth', '/run', '/jobs', '/agents', '/sessions', '/workspaces', '/images', '/health', '/version', '/claude', '/secrets', '/swagger'];
 const berthUrl = process.env.BERTH_URL ?? 'http://127.0.0.1:8080';
 
 export default defineConfig({

@@ -16,7 +16,10 @@ import { basename, dirname, join, posix, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { list, extract, type ReadEntry } from 'tar';
+import type { ExtractedArchive } from './local-tree-types.js';
 import { linkLeaves } from './pack-directory.js';
+
+export type { ExtractedArchive };
 
 /** An archive the client will not unpack: `entry` is the offending entry's path as the archive names it. */
 export class UnsafeArchiveError extends Error {
@@ -28,14 +31,6 @@ export class UnsafeArchiveError extends Error {
   ) {
     super(`refused the archive: entry ${JSON.stringify(entry)} ${reason}; nothing was written`);
   }
-}
-
-export interface ExtractedArchive {
-  readonly files: number;
-  readonly directories: number;
-  readonly links: number;
-  /** Bytes of the regular files. */
-  readonly bytes: number;
 }
 
 const FILE_TYPES = new Set(['File', 'OldFile', 'ContiguousFile']);

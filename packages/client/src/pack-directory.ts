@@ -14,26 +14,9 @@ import { lstat, readFile, readdir, readlink } from 'node:fs/promises';
 import { isAbsolute, join, posix, sep } from 'node:path';
 import ignore, { type Ignore } from 'ignore';
 import { Pack } from 'tar';
+import type { PackOptions, PackPlan } from './local-tree-types.js';
 
-export interface PackOptions {
-  /** Honour .gitignore files and .git/info/exclude (default true). */
-  gitignore?: boolean;
-  /** More gitignore-style patterns, relative to the directory (e.g. `['*.log', 'dist/']`). */
-  ignore?: readonly string[];
-  /** Include the `.git` directory (default false). */
-  includeGit?: boolean;
-  /** Told of each entry left out because Berth could not take it (not of ignored ones). */
-  onSkip?: (path: string, reason: string) => void;
-}
-
-/** What will be packed: the entries (relative POSIX paths, parents before children) and their totals. */
-export interface PackPlan {
-  readonly dir: string;
-  readonly entries: readonly string[];
-  readonly files: number;
-  /** Bytes of the regular files (before compression). */
-  readonly bytes: number;
-}
+export type { PackOptions, PackPlan };
 
 interface Layer {
   /** The directory the rules are relative to, relative to the root ('' for the root). */

@@ -15,6 +15,8 @@ import { JobsPage } from './pages/jobs.js';
 import { SessionPage } from './pages/session.js';
 import { SessionsPage } from './pages/sessions.js';
 import { SignIn } from './pages/sign-in.js';
+import { WorkspacePage } from './pages/workspace.js';
+import { WorkspacesPage } from './pages/workspaces.js';
 import { Link, LocationProvider, navigate, NavLink, Router, useLocation, type Route } from './router.js';
 
 const ROUTES: readonly Route[] = [
@@ -22,6 +24,8 @@ const ROUTES: readonly Route[] = [
   { pattern: '/jobs/:id', render: ({ id }) => <JobPage key={id} id={id!} /> },
   { pattern: '/sessions', render: () => <SessionsPage /> },
   { pattern: '/sessions/:id', render: ({ id }) => <SessionPage key={id} id={id!} /> },
+  { pattern: '/workspaces', render: () => <WorkspacesPage /> },
+  { pattern: '/workspaces/:id', render: ({ id }) => <WorkspacePage key={id} id={id!} /> },
   { pattern: '/agents', render: () => <AgentsPage /> },
   { pattern: '/agents/:id', render: ({ id }) => <AgentPage key={id} id={id!} /> },
   { pattern: '/images', render: () => <ImagesPage /> },
@@ -95,6 +99,9 @@ function Console() {
               </li>
               <li>
                 <NavLink href="/sessions">Sessions</NavLink>
+              </li>
+              <li>
+                <NavLink href="/workspaces">Workspaces</NavLink>
               </li>
               <li>
                 <NavLink href="/agents">Agents</NavLink>

@@ -1,10 +1,12 @@
-// A session's transcript in conversation order, read a page at a time ("Load more" reads the next).
+// A session's workspace (its files) and its transcript in conversation order, read a page at a time
+// ("Load more" reads the next).
 import type { Message } from '@berth/client';
 import { useEffect, useState } from 'preact/hooks';
 import { useBerth } from '../berth-context.js';
 import { ErrorMessage } from '../components/error-message.js';
 import { Page } from '../components/page.js';
 import { Link } from '../router.js';
+import { SessionWorkspace } from '../workspaces/session-workspace.js';
 
 const PAGE_SIZE = 20;
 
@@ -66,6 +68,8 @@ export function SessionPage({ id }: { id: string }) {
         <code>{id}</code>
         {transcript && ` · ${transcript.total} message${transcript.total === 1 ? '' : 's'}`}
       </p>
+      <SessionWorkspace sessionId={id} />
+      <h2>Transcript</h2>
       <ErrorMessage error={error} context="The transcript could not be read" />
       {transcript && transcript.total === 0 && <p class="empty">No messages in this session.</p>}
       {shown > 0 && (
