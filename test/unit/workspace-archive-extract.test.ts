@@ -18,7 +18,7 @@ async function tarOf(items: Item[]): Promise<Buffer> {
   const p = pack();
   const chunks: Buffer[] = [];
   const ended = new Promise<void>((resolve, reject) => {
-    p.on('data', (chunk: Uint8Array) => chunks.push(Buffer.from(chunk)));
+    p.on('data', (chunk) => chunks.push(Buffer.from(chunk as Uint8Array)));
     p.on('end', () => resolve());
     p.on('error', reject);
   });
@@ -28,7 +28,7 @@ async function tarOf(items: Item[]): Promise<Buffer> {
       const header = { name: item.name, type: item.type ?? 'file', mode: item.mode ?? 0o644, linkname: item.linkname, ...(item.type === 'character-device' ? { devmajor: 1, devminor: 3 } : {}) };
       const done = (error?: Error | null) => (error ? reject(error) : resolve());
       if (content !== undefined) p.entry(header, content, done);
-      else p.entry(header, done).end();
+      else (p.entry(header, done) as unknown as NodeJS.WritableStream).end();
     });
   }
   p.finalize();

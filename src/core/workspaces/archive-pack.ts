@@ -10,10 +10,29 @@ import { once } from 'node:events';
 import type { Readable } from 'node:stream';
 import { createGzip } from 'node:zlib';
 import { pack as tarPack, type Pack } from 'tar-stream';
+import { errors } from '../../errors.js';
 import { isCode, scanTree, type TreeEntry } from './tree-scan.js';
+import type { OpenWorkspace } from './workspace-service.js';
+import type { WorkspacePath } from './workspace-paths.js';
 
 const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 const CHUNK = 64 * 1024;
+
+/** A tar.gz of the workspace's directory `path` (404 when absent, 400 when it is not a directory or passes through a link). */
+export async function packWorkspace(ws: Pick<OpenWorkspace, 'tree'>, path: WorkspacePath): Promise<Readable> {
+  const root = path.segments.length === 0 ? ws.tree : join(ws.tree, ...path.segments);
+  const shown = path.text === '' ? '/' : path.text;
+  try {
+    const handle = await open(root, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    await handle.close();
+  } catch (error) {
+    if (isCode(error, 'ENOENT')) throw errors.notFound(`file ${shown}`);
+    if (isCode(error, 'ENOTDIR')) throw errors.invalid(`path: "${shown}" is not a directory; download a file with GET /workspaces/{id}/files/{path}`);
+    if (isCode(error, 'ELOOP')) throw errors.invalid(`path: "${shown}" is or passes through a symbolic link; links are never followed`);
+    throw error;
+  }
+  return packDirectory(root);
+}
 
 /**
  * A tar.gz of the directory `root` (a host path on the view), entries named relative to it. The stream ends
