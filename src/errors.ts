@@ -27,6 +27,7 @@ export const ERROR_STATUS = {
   BERTH_ERR_WORKSPACE_FULL: 413,
   BERTH_ERR_WORKSPACES_PER_CALLER: 429,
   BERTH_ERR_WORKSPACE_CLONE_FAILED: 502,
+  BERTH_ERR_RANGE_NOT_SATISFIABLE: 416,
   BERTH_ERR_SESSION_BUSY: 409,
   BERTH_ERR_JOB_FINISHED: 409,
   BERTH_ERR_AGENT_BUSY: 409,
@@ -113,6 +114,8 @@ export const errors = {
     new BerthError('BERTH_ERR_WORKSPACE_FULL', `workspace ${id} is full: ${what} (SERVICE_WORKSPACE_MAX_BYTES, SERVICE_WORKSPACE_MAX_FILES); nothing of this upload was written; delete files or use a new workspace`),
   workspacesPerCaller: (limit: number | string) =>
     new BerthError('BERTH_ERR_WORKSPACES_PER_CALLER', `too many workspaces: this caller already has ${limit} (SERVICE_WORKSPACE_MAX_PER_CALLER); delete one first`),
+  rangeNotSatisfiable: (size: number | string) =>
+    new BerthError('BERTH_ERR_RANGE_NOT_SATISFIABLE', `range not satisfiable: the file has ${size} bytes`),
   workspaceCloneFailed: (why: string) => new BerthError('BERTH_ERR_WORKSPACE_CLONE_FAILED', `git clone failed: ${why}`),
   sessionBusy: (id: string) =>
     new BerthError('BERTH_ERR_SESSION_BUSY', `session ${id} is in use by another run; retry when it has finished`),

@@ -58,6 +58,10 @@ import { registerAgentRoutes } from './http/routes/agents.js';
 import { ImageCatalog } from './core/images/image-catalog.js';
 import { ImageProbe } from './core/images/image-probe.js';
 import { registerImageRoutes } from './http/routes/images.js';
+import { SqliteWorkspaceStore } from './store/workspaces/sqlite-workspace-store.js';
+import { WorkspaceDisks, workspaceInodes } from './runtime/workspace-disks.js';
+import { WORKSPACES_NEED_ROOT, WorkspaceService } from './core/workspaces/workspace-service.js';
+import { registerWorkspaceRoutes } from './http/routes/workspaces.js';
 
 export interface RunningBerth {
   readonly app: FastifyInstance;
@@ -67,6 +71,8 @@ export interface RunningBerth {
   readonly engineAccess: EngineAccess;
   /** The pre-started engines of runs and agents (SERVICE_POOL_SIZE, SERVICE_AGENT_POOL_SIZE). */
   readonly pools: EnginePools;
+  /** Workspaces (docs/workspaces.md): unavailable (503) on a Berth that cannot mount file systems. */
+  readonly workspaces: WorkspaceService;
   /** Resolves once every run answered before its end (at its result) has also ended: container removed, transcript kept. */
   settled(): Promise<void>;
   stop(): Promise<void>;
@@ -154,6 +160,38 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
         logger.warn({ sessionId, reasons }, 'transcripts a run left were not kept in its session (links, not regular files, or over SERVICE_SESSIONS_MAX_BYTES)'),
     });
     await sessions.init(liveRuns);
+
+    // Workspaces: one file system each (runtime/workspace-disks.ts), indexed in workspaces.db; the index and
+    // the disks are reconciled before anything uses them, and unused ones are swept every minute.
+    const workspaceStore = new SqliteWorkspaceStore(join(config.dataDir, 'workspaces.db'));
+    cleanups.push(async () => workspaceStore.close());
+    const fileOwner = { uid: config.agent.usernsBase + config.workspaces.fileOwnerUid, gid: config.agent.usernsBase + config.workspaces.fileOwnerUid };
+    const workspaceDisks =
+      noDisks === undefined
+        ? new WorkspaceDisks(new LoopDisks(), {
+            dir: join(config.agent.sessionsDir, '.workspaces'),
+            bytes: config.workspaces.maxBytes,
+            inodes: workspaceInodes(config.workspaces.maxBytes, config.workspaces.maxFiles),
+            treeOwner: fileOwner,
+            log: (details, message) => logger.warn(details, message),
+          })
+        : undefined;
+    await workspaceDisks?.init();
+    // After every run and agent has ended (cleanups run after stopFirst): what no lease holds is unmounted.
+    if (workspaceDisks) cleanups.push(() => workspaceDisks.close());
+    const workspaces = new WorkspaceService({
+      store: workspaceStore,
+      disks: workspaceDisks,
+      unavailableReason: noDisks === undefined ? WORKSPACES_NEED_ROOT : `${WORKSPACES_NEED_ROOT}: ${noDisks}`,
+      settings: { ...config.workspaces, fileOwner },
+      log: (details, message) => logger.warn(details, message),
+    });
+    await workspaces.init();
+    if (workspaceDisks) {
+      const sweeper = setInterval(() => void workspaces.sweep(Date.now()).catch((error: unknown) => logger.error({ err: error }, 'workspace sweep failed')), Math.max(1_000, Math.min(60_000, config.workspaces.ttlMs)));
+      sweeper.unref();
+      cleanups.push(async () => clearInterval(sweeper));
+    }
 
     const rootful = process.getuid?.() === 0;
     const agentNetworkGateway = (await runtime.networkGateways(config.agent.network))[0];
@@ -390,6 +428,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       auth: new AuthService({ tokens, blacklist, apiTokens: config.auth.apiTokens, log: logger }),
       extraRoutes: [
         (app) => registerJobRoutes(app, { jobs }),
+        (app) => registerWorkspaceRoutes(app, { workspaces }),
         (app) => registerStreamRoutes(app, { runs, sse }),
         (app) => registerAgentRoutes(app, { agents, sse }),
         (app) => registerSessionRoutes(app, { sessions: new SessionService({
@@ -435,6 +474,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       runtime: podman,
       engineAccess,
       pools,
+      workspaces,
       settled: () => sessions.settled(),
       stop: stopAll,
     };

@@ -29,6 +29,16 @@ export const INTERNAL_SUBDIRS = ['checkpoints', 'tmp'] as const;
 /** How long a disk nobody uses stays mounted (the next request then pays no mount). */
 export const IDLE_UNMOUNT_MS = 60_000;
 
+/**
+ * Inodes of a workspace's file system: three per file the workspace may hold (its tree and two checkpoints)
+ * plus a few for the layout, so the file system itself bounds the file count. ext4's inode table takes 256
+ * bytes an inode; on a small disk it is capped at an eighth of the disk (then the disk fills before
+ * maxFiles is reached: 64m holds 32,768 inodes).
+ */
+export function workspaceInodes(bytes: number, maxFiles: number): number {
+  return Math.min(3 * maxFiles + 64, Math.floor(bytes / (8 * 256)));
+}
+
 /** A mounted workspace disk's host paths; valid until `release()`. */
 export interface MountedDisk {
   readonly id: string;

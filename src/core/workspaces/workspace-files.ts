@@ -4,12 +4,11 @@
 // O_NOFOLLOW | O_NONBLOCK and fstat'ed: a FIFO opens without blocking and is refused like any other
 // special file. Uploads are written into `.berth/tmp` first and renamed into place, so a full disk hits
 // the staging copy and the tree keeps its old file.
-import { constants, createReadStream, createWriteStream, type ReadStream, type Stats } from 'node:fs';
+import { constants, createReadStream, type ReadStream, type Stats } from 'node:fs';
 import { lstat, mkdir, open, opendir, rename, rm, rmdir, statfs, type FileHandle } from 'node:fs/promises';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { errors } from '../../errors.js';
 import { entryType, isCode, scanTree, type EntryType } from './tree-scan.js';
 import type { WorkspacePath } from './workspace-paths.js';
@@ -141,11 +140,11 @@ export async function writeFile(ws: FilesWorkspace, path: WorkspacePath, body: R
     const handle = await open(staged, STAGE_FLAGS, 0o600);
     let size = 0;
     try {
-      const out = createWriteStream('', { fd: handle, autoClose: false });
-      body.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-      });
-      await pipeline(body, out);
+      for await (const chunk of body) {
+        const bytes = chunk as Buffer;
+        size += bytes.length;
+        await handle.write(bytes);
+      }
       await handle.chown(ws.fileOwner.uid, ws.fileOwner.gid);
       await handle.chmod(mode);
     } finally {
