@@ -1,0 +1,57 @@
+// Helpers for workspace tests against a real Berth: requests whose path is sent exactly as written (fetch
+// would normalise `..` away before the server saw it), planting entries in a tree as a run would (on the
+// disk mount, not the API's view, while a lease holds the workspace), and the leak check after a stop.
+import { execFile } from 'node:child_process';
+import { request as httpRequest } from 'node:http';
+import { promisify } from 'node:util';
+import { mountPoints } from '../../src/runtime/run-disk.js';
+import type { TestBerth } from './berth.js';
+
+const exec = promisify(execFile);
+
+export interface RawAnswer {
+  readonly status: number;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly body: Buffer;
+  readonly text: string;
+}
+
+/** One HTTP request with `path` sent byte for byte as given (no normalisation, no re-encoding). */
+export function rawRequest(url: string, method: string, path: string, options: { body?: Buffer | string; headers?: Record<string, string>; timeoutMs?: number } = {}): Promise<RawAnswer> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: hostname, port, method, path, headers: options.headers, timeout: options.timeoutMs ?? 30_000 }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        const body = Buffer.concat(chunks);
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body, text: body.toString('utf8') });
+      });
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`${method} ${path}: no answer within ${options.timeoutMs ?? 30_000} ms`)));
+    req.on('error', reject);
+    req.end(options.body);
+  });
+}
+
+/**
+ * Runs `plant(treeHostPath)` while a lease holds the workspace, as a run's container would write its tree:
+ * on the disk mount (where links are followed), then gives the workspace back.
+ */
+export async function asRun<T>(t: TestBerth, owner: string, id: string, plant: (tree: string) => Promise<T>): Promise<T> {
+  const lease = await t.berth.workspaces.acquire(owner, id, { kind: 'run', id: `run-test-${Date.now()}` });
+  try {
+    return await plant(lease.treeHostPath);
+  } finally {
+    await lease.release();
+  }
+}
+
+/** Mounts and loop devices below the test Berth's directory (none may be left once it has stopped). */
+export async function mountsAndLoopsOf(dir: string): Promise<{ mounts: string[]; loops: string[] }> {
+  const mounts = [...(await mountPoints())].filter((path) => path.startsWith(`${dir}/`));
+  const { stdout } = await exec('losetup', ['--list', '--noheadings', '--output', 'NAME,BACK-FILE']);
+  const loops = stdout.split('\n').filter((line) => line.includes(`${dir}/`));
+  return { mounts, loops };
+}
