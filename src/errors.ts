@@ -94,6 +94,8 @@ export const errors = {
     new BerthError('BERTH_ERR_IMAGE_NOT_FOUND', `container.image "${image}" is not present on this host; pull it first (POST /images/pull) or build it`),
   secretNotFound: (variable: string, secret: string) =>
     new BerthError('BERTH_ERR_SECRET_NOT_FOUND', `container.secrets_env.${variable}: secret "${secret}" does not exist in the Podman secret store`),
+  gitSecretNotFound: (secret: string) =>
+    new BerthError('BERTH_ERR_SECRET_NOT_FOUND', `git.secret: secret "${secret}" does not exist in the Podman secret store`),
   tokenRequired: () => new BerthError('BERTH_ERR_AUTH_TOKEN_REQUIRED', 'token required'),
   invalidToken: () => new BerthError('BERTH_ERR_AUTH_INVALID_TOKEN', 'invalid token'),
   tokenExpired: () => new BerthError('BERTH_ERR_AUTH_TOKEN_EXPIRED', 'token expired'),

@@ -59,9 +59,11 @@ import { ImageCatalog } from './core/images/image-catalog.js';
 import { ImageProbe } from './core/images/image-probe.js';
 import { registerImageRoutes } from './http/routes/images.js';
 import { SqliteWorkspaceStore } from './store/workspaces/sqlite-workspace-store.js';
-import { WorkspaceDisks, workspaceInodes } from './runtime/workspace-disks.js';
+import { TREE_DIR, VIEW_SUFFIX, WorkspaceDisks, workspaceInodes } from './runtime/workspace-disks.js';
 import { WORKSPACES_NEED_ROOT, WorkspaceService } from './core/workspaces/workspace-service.js';
 import { registerWorkspaceRoutes } from './http/routes/workspaces.js';
+import { GitCloner } from './core/workspaces/git-clone.js';
+import { secretsPolicy } from './core/validation/secrets-env.js';
 
 export interface RunningBerth {
   readonly app: FastifyInstance;
@@ -418,6 +420,31 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       maxBufferedBytes: config.sse.maxBufferedBytes,
       admit: () => streams.admit(),
     };
+    // git clones into new workspaces, each in a container of its own (core/workspaces/git-clone.ts); ended
+    // at the stop before the listener closes, so a clone in flight does not hold the stop up.
+    const cloner = workspaceDisks
+      ? new GitCloner({
+          runtime,
+          slots,
+          settings: {
+            image: config.agent.image,
+            instanceId: config.instanceName,
+            network: config.agent.network,
+            userNamespace: containerSettings.userNamespace,
+            fileOwnerUid: config.workspaces.fileOwnerUid,
+            timeoutMs: config.workspaces.cloneTimeoutMs,
+            memoryBytes: config.agent.defaultMemoryBytes,
+            cpus: config.agent.defaultCpus,
+            pidsLimit: config.agent.pidsLimit,
+            secrets: secretsPolicy(config.engine),
+          },
+          // The disk mount's tree beside its view (runtime/workspace-disks.ts), as a run's workdir gets it.
+          treeHostPath: (ws) => join(ws.view.slice(0, -VIEW_SUFFIX.length), TREE_DIR),
+          checkpointUpload: (ws) => workspaces.checkpointUpload(ws),
+          log: logger,
+        })
+      : undefined;
+    if (cloner) stopFirst.push(() => cloner.stop());
     const app = await buildApp({
       config,
       logger,
@@ -428,7 +455,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       auth: new AuthService({ tokens, blacklist, apiTokens: config.auth.apiTokens, log: logger }),
       extraRoutes: [
         (app) => registerJobRoutes(app, { jobs }),
-        (app) => registerWorkspaceRoutes(app, { workspaces }),
+        (app) => registerWorkspaceRoutes(app, { workspaces, ...(cloner ? { cloner } : {}) }),
         (app) => registerStreamRoutes(app, { runs, sse }),
         (app) => registerAgentRoutes(app, { agents, sse }),
         (app) => registerSessionRoutes(app, { sessions: new SessionService({

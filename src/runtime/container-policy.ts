@@ -5,7 +5,7 @@
 // test/integration/container-policy.test.ts inspects one live container of each kind against it.
 
 /** Every kind of container Berth creates. */
-export type ContainerKind = 'run' | 'pooled-engine' | 'agent' | 'stack-service' | 'build-step';
+export type ContainerKind = 'run' | 'pooled-engine' | 'agent' | 'stack-service' | 'build-step' | 'workspace-clone';
 
 /**
  * The capabilities a stack's service keeps: a database changes file owners and switches users. Podman's
@@ -30,7 +30,7 @@ export interface KindPolicy {
   /** Who container root is on the host: the mapped range (SERVICE_AGENT_USERNS_BASE), or the build user. */
   readonly userNamespace: 'mapped' | 'build-user';
   /** What the container can write, each bounded by the file system (runtime/run-disk.ts, stack-disk.ts). */
-  readonly writes: 'run-disk' | 'stack-disk' | 'build-disk';
+  readonly writes: 'run-disk' | 'stack-disk' | 'build-disk' | 'workspace-tree';
   /** The networks it joins (runtime/podman/network-isolation.ts keeps callers apart on them). */
   readonly network: 'agent-network' | 'stack-network' | 'none';
   /** The engine image's files, read-only at /opt/claude. */
@@ -52,6 +52,9 @@ export const CONTAINER_POLICY: Readonly<Record<ContainerKind, KindPolicy>> = {
   agent: ENGINE,
   'stack-service': { capabilities: SERVICE_CAPABILITIES, noNewPrivileges: true, userNamespace: 'mapped', writes: 'stack-disk', network: 'stack-network', engineMount: false },
   'build-step': { capabilities: SERVICE_CAPABILITIES, noNewPrivileges: false, userNamespace: 'build-user', writes: 'build-disk', network: 'none', engineMount: false },
+  // `git clone` of POST /workspaces {"git"} (core/workspaces/git-clone.ts): its root file system read-only,
+  // it writes only the new workspace's tree (the workspace's own disk), under the runs' egress rules.
+  'workspace-clone': { capabilities: [], noNewPrivileges: true, userNamespace: 'mapped', writes: 'workspace-tree', network: 'agent-network', engineMount: false },
 };
 
 /** Podman's command-line options that give a build step its row's capabilities (all dropped, its own added back). */

@@ -67,7 +67,7 @@ export interface NetworkAttachment {
 
 export interface ContainerSpec {
   /** Which row of the container policy (runtime/container-policy.ts) hardens it. */
-  readonly kind: EngineContainerKind;
+  readonly kind: EngineContainerKind | 'workspace-clone';
   readonly name: string;
   readonly image: string;
   readonly command: readonly string[];
@@ -83,6 +83,8 @@ export interface ContainerSpec {
   readonly pidsLimit: number;
   readonly network: string;
   readonly userNamespace: UserNamespace;
+  /** `uid:gid` the command runs as; the image's own user when undefined. */
+  readonly user?: string;
   /** Keep the container's stdin open for attach() (persistent agents feed the engine turn by turn). */
   readonly interactive?: boolean;
   /** A compose stack's network, joined besides `network`. */

@@ -20,7 +20,7 @@ export interface RawAnswer {
 export function rawRequest(url: string, method: string, path: string, options: { body?: Buffer | string; headers?: Record<string, string>; timeoutMs?: number } = {}): Promise<RawAnswer> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: hostname, port, method, path, headers: options.headers, timeout: options.timeoutMs ?? 30_000 }, (res) => {
+    const req = httpRequest({ host: hostname, port, method, path, headers: options.headers, timeout: options.timeoutMs ?? 30_000, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('end', () => {
@@ -54,4 +54,41 @@ export async function mountsAndLoopsOf(dir: string): Promise<{ mounts: string[];
   const { stdout } = await exec('losetup', ['--list', '--noheadings', '--output', 'NAME,BACK-FILE']);
   const loops = stdout.split('\n').filter((line) => line.includes(`${dir}/`));
   return { mounts, loops };
+}
+
+/**
+ * Uploads `totalBytes` of zeros as a chunked body (no Content-Length: the server cannot refuse it early)
+ * and answers the response; a server that answers before the end stops the upload.
+ */
+export function chunkedUpload(url: string, path: string, headers: Record<string, string>, totalBytes: number): Promise<RawAnswer> {
+  const { hostname, port } = new URL(url);
+  const chunk = Buffer.alloc(1 << 20);
+  return new Promise((resolve, reject) => {
+    let answered = false;
+    const req = httpRequest({ host: hostname, port, method: 'PUT', path, headers: { ...headers, 'content-type': 'application/octet-stream' }, agent: false }, (res) => {
+      answered = true;
+      const chunks: Buffer[] = [];
+      res.on('data', (data: Buffer) => chunks.push(data));
+      res.on('end', () => {
+        const body = Buffer.concat(chunks);
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body, text: body.toString('utf8') });
+      });
+    });
+    req.on('error', (error) => {
+      if (!answered) reject(error);
+    });
+    let sent = 0;
+    const pump = (): void => {
+      while (sent < totalBytes && !answered) {
+        const part = chunk.subarray(0, Math.min(chunk.length, totalBytes - sent));
+        sent += part.length;
+        if (!req.write(part)) {
+          req.once('drain', pump);
+          return;
+        }
+      }
+      req.end();
+    };
+    pump();
+  });
 }

@@ -120,11 +120,12 @@ async function listDirectory(host: string, path: WorkspacePath): Promise<Directo
  */
 export async function writeFile(ws: FilesWorkspace, path: WorkspacePath, body: Readable, contentLength: number | undefined): Promise<{ size: number }> {
   const target = hostPath(ws, path);
-  const existing = await lstatOrUndefined(target, path);
+  // Parents first: a file in the way of one is a 400 naming it, not a "not found".
+  const missingParents = await countMissingParents(ws, path);
+  const existing = missingParents > 0 ? undefined : await lstatOrUndefined(target, path);
   if (existing && !existing.isFile()) {
     throw errors.invalid(`path: "${path.text}" is ${existing.isDirectory() ? 'a directory' : `a ${entryType(existing)}`}; delete it first`);
   }
-  const missingParents = await countMissingParents(ws, path);
   const added = missingParents + (existing ? 0 : 1);
   if (ws.fileCount + added > ws.maxFiles) throw errors.workspaceFull(ws.id, `${ws.maxFiles} files`);
   if (contentLength !== undefined) {

@@ -228,10 +228,16 @@ export function registerWorkspaceRoutes(app: FastifyInstance, deps: { workspaces
         const path = parseWorkspacePath(request.params['*']);
         const declared = request.headers['content-length'];
         const length = declared === undefined ? undefined : Number(declared);
-        const written = await workspaces.withFiles(requestCaller(request).owner, request.params.id, 'write', (ws) =>
-          writeFile(ws, path, request.raw, Number.isSafeInteger(length) ? length : undefined),
-        );
-        return reply.code(201).send({ path: path.text, size: written.size });
+        try {
+          const written = await workspaces.withFiles(requestCaller(request).owner, request.params.id, 'write', (ws) =>
+            writeFile(ws, path, request.raw, Number.isSafeInteger(length) ? length : undefined),
+          );
+          return await reply.code(201).send({ path: path.text, size: written.size });
+        } catch (error) {
+          // Refused before the body was read (or while it was): the connection closes instead of reading the rest.
+          if (!request.raw.readableEnded) reply.header('connection', 'close');
+          throw error;
+        }
       },
     );
 

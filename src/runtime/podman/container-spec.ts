@@ -15,6 +15,7 @@ export function toSpecGenerator(spec: ContainerSpec): Record<string, unknown> {
     env: spec.env,
     work_dir: spec.workdir,
     create_working_dir: spec.createWorkdir,
+    ...(spec.user !== undefined ? { user: spec.user } : {}),
     labels: { ...spec.labels, [KIND_LABEL]: spec.kind },
     mounts: spec.bindMounts.map(bindMount),
     volumes: (spec.volumeMounts ?? []).map(namedVolume),

@@ -1,0 +1,179 @@
+// POST /workspaces {"git": …}: the clone runs in a container of its own (container policy row
+// `workspace-clone`: no capabilities, no new privileges, Berth's user namespace, a read-only root file
+// system, the runs' network), as the user that owns a workspace's files, writing only the new workspace's
+// tree. Berth itself never runs git on the host and never reads the credential: the named Podman secret is
+// mounted as a file that only git's credential helper reads (git-command.ts). The container counts in its
+// caller's container slots, is killed at the clone timeout or at Berth's stop, and is always removed.
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { BerthError, errors } from '../../errors.js';
+import { INSTANCE_LABEL, type ContainerRuntime, type ContainerSpec, type UserNamespace } from '../../runtime/container-runtime.js';
+import type { ContainerSlots } from '../runs/container-slots.js';
+import type { SecretsPolicy } from '../validation/secrets-env.js';
+import { treeUsage } from './workspace-files.js';
+import type { OpenWorkspace } from './workspace-service.js';
+import { CLONE_ENV, CLONE_TREE, CREDENTIAL_FILE, cloneCommand, failureLine } from './git-command.js';
+import { checkGitRequest, type GitRequest, type GitSource } from './git-source.js';
+
+/** On a clone's container: the workspace it clones into (the instance label makes it a leftover after a crash). */
+export const WORKSPACE_CLONE_LABEL = 'berth.workspace-clone';
+
+/** What POST /workspaces hands a git request to (http/routes/workspaces.ts). */
+export interface WorkspaceCloner {
+  /** Every check that needs no workspace (400s, the secret's existence): called before the workspace is made. */
+  check(git: GitRequest): Promise<GitSource>;
+  /** Clones into the empty tree of a workspace being created; on failure the caller removes the workspace. */
+  clone(owner: string, ws: OpenWorkspace, git: GitRequest): Promise<void>;
+}
+
+export interface GitClonerSettings {
+  /** The default agent image (it has git). */
+  readonly image: string;
+  readonly instanceId: string;
+  readonly network: string;
+  readonly userNamespace: UserNamespace;
+  /** The container uid and gid git runs as: the owner of every file Berth writes into a workspace. */
+  readonly fileOwnerUid: number;
+  readonly timeoutMs: number;
+  readonly memoryBytes: number;
+  readonly cpus: number;
+  readonly pidsLimit: number;
+  readonly secrets: SecretsPolicy;
+}
+
+export interface GitClonerDependencies {
+  readonly runtime: ContainerRuntime;
+  readonly slots: ContainerSlots;
+  readonly settings: GitClonerSettings;
+  /** The host path (as Podman sees it) of the workspace's tree on its disk mount: what the container gets. */
+  readonly treeHostPath: (ws: OpenWorkspace) => string;
+  /** Takes the workspace's `upload` checkpoint (WorkspaceService.checkpointUpload). */
+  readonly checkpointUpload: (ws: OpenWorkspace) => Promise<void>;
+  readonly log: Logger;
+}
+
+type Ending = { readonly kind: 'exited'; readonly exitCode: number; readonly oomKilled: boolean | undefined } | { readonly kind: 'timeout' } | { readonly kind: 'stopped' };
+
+export class GitCloner implements WorkspaceCloner {
+  private readonly stopping = new AbortController();
+  private readonly inFlight = new Set<Promise<unknown>>();
+
+  constructor(private readonly deps: GitClonerDependencies) {}
+
+  async check(git: GitRequest): Promise<GitSource> {
+    const source = checkGitRequest(git, this.deps.settings.secrets);
+    if (source.secret !== undefined && !(await this.deps.runtime.secretExists(source.secret))) throw errors.gitSecretNotFound(source.secret);
+    return source;
+  }
+
+  async clone(owner: string, ws: OpenWorkspace, git: GitRequest): Promise<void> {
+    if (this.stopping.signal.aborted) throw errors.shuttingDown();
+    const source = await this.check(git);
+    const slot = this.deps.slots.take(owner);
+    const started = Date.now();
+    const work = this.runContainer(ws, source);
+    this.inFlight.add(work);
+    let ending: Ending;
+    let output: string;
+    try {
+      ({ ending, output } = await work);
+    } finally {
+      this.inFlight.delete(work);
+      slot.release();
+    }
+    const log = { workspace: ws.id, durationMs: Date.now() - started };
+    if (ending.kind !== 'exited' || ending.exitCode !== 0) {
+      const error = failure(ending, output, this.deps.settings.timeoutMs);
+      this.deps.log.info({ ...log, reason: error.message }, 'git clone into a workspace failed');
+      throw error;
+    }
+    // The file system bounds the count at three times maxFiles (room for the checkpoints): the clone itself gets maxFiles, like an archive.
+    const { files } = await treeUsage(ws.tree);
+    if (files > ws.maxFiles) throw errors.workspaceFull(ws.id, `the clone has ${files} files, directories and links (.git included), more than ${ws.maxFiles}`);
+    await this.deps.checkpointUpload(ws);
+    this.deps.log.info({ ...log, files }, 'cloned a git repository into a workspace');
+  }
+
+  /** Kills the clones in progress (they fail with 503) and waits until their containers are removed. */
+  async stop(): Promise<void> {
+    this.stopping.abort();
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  /** Creates, starts and waits for the clone's container; removes it whatever happens. */
+  private async runContainer(ws: OpenWorkspace, source: GitSource): Promise<{ ending: Ending; output: string }> {
+    const { runtime } = this.deps;
+    const spec = this.containerSpec(ws, source);
+    let id: string | undefined;
+    try {
+      id = await runtime.createContainer(spec);
+      await runtime.startContainer(id);
+      const ending = await this.waitOrKill(id);
+      // The log holds git's stderr, already redacted inside the container.
+      const output = await runtime.logTail(id, 20, { maxBytes: 64 * 1024 }).catch(() => '');
+      return { ending, output };
+    } finally {
+      // By name when its creation failed (Podman may have made it half-way).
+      await runtime.removeContainer(id ?? spec.name).catch((error: unknown) => this.deps.log.error({ err: error, container: spec.name }, 'could not remove a git clone container'));
+    }
+  }
+
+  private async waitOrKill(id: string): Promise<Ending> {
+    const { runtime, settings } = this.deps;
+    const exited = runtime.waitContainer(id).then((exit): Ending => ({ kind: 'exited', exitCode: exit.exitCode, oomKilled: exit.oomKilled }));
+    let timer: NodeJS.Timeout | undefined;
+    let onStop: (() => void) | undefined;
+    const cut = new Promise<Ending>((resolve) => {
+      timer = setTimeout(() => resolve({ kind: 'timeout' }), settings.timeoutMs);
+      onStop = () => resolve({ kind: 'stopped' });
+      if (this.stopping.signal.aborted) onStop();
+      else this.stopping.signal.addEventListener('abort', onStop, { once: true });
+    });
+    try {
+      const ending = await Promise.race([exited, cut]);
+      if (ending.kind !== 'exited') {
+        await runtime.killContainer(id);
+        await exited.catch(() => undefined);
+      }
+      return ending;
+    } finally {
+      clearTimeout(timer);
+      if (onStop) this.stopping.signal.removeEventListener('abort', onStop);
+    }
+  }
+
+  private containerSpec(ws: OpenWorkspace, source: GitSource): ContainerSpec {
+    const { settings } = this.deps;
+    const uid = settings.fileOwnerUid;
+    return {
+      kind: 'workspace-clone',
+      name: `berth-clone-${randomUUID()}`,
+      image: settings.image,
+      command: cloneCommand(source),
+      env: { ...CLONE_ENV },
+      workdir: '/',
+      createWorkdir: false,
+      user: `${uid}:${uid}`,
+      bindMounts: [{ hostPath: this.deps.treeHostPath(ws), containerPath: CLONE_TREE, readOnly: false, options: [] }],
+      secretFiles: source.secret === undefined ? [] : [{ secret: source.secret, containerPath: CREDENTIAL_FILE }],
+      labels: { [INSTANCE_LABEL]: settings.instanceId, [WORKSPACE_CLONE_LABEL]: ws.id },
+      memoryBytes: settings.memoryBytes,
+      cpus: settings.cpus,
+      cpuShares: 1024,
+      pidsLimit: settings.pidsLimit,
+      network: settings.network,
+      userNamespace: settings.userNamespace,
+      // It writes only the tree: not the image's files, not Podman's tmpfs.
+      readOnlyRootfs: true,
+    };
+  }
+}
+
+function failure(ending: Ending, output: string, timeoutMs: number): BerthError {
+  if (ending.kind === 'stopped') return errors.shuttingDown();
+  if (ending.kind === 'timeout') {
+    return errors.workspaceCloneFailed(`it did not finish within ${Math.round(timeoutMs / 1000)} s (SERVICE_WORKSPACE_CLONE_TIMEOUT)`);
+  }
+  if (ending.oomKilled === true) return errors.workspaceCloneFailed('it ran out of memory');
+  return errors.workspaceCloneFailed(failureLine(output));
+}
