@@ -62,6 +62,7 @@ import { SqliteWorkspaceStore } from './store/workspaces/sqlite-workspace-store.
 import { TREE_DIR, VIEW_SUFFIX, WorkspaceDisks, workspaceInodes } from './runtime/workspace-disks.js';
 import { WORKSPACES_NEED_ROOT, WorkspaceService } from './core/workspaces/workspace-service.js';
 import { registerWorkspaceRoutes } from './http/routes/workspaces.js';
+import { registerWorkspaceArchiveRoutes } from './http/routes/workspace-archive.js';
 import { GitCloner } from './core/workspaces/git-clone.js';
 import { secretsPolicy } from './core/validation/secrets-env.js';
 
@@ -456,6 +457,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       extraRoutes: [
         (app) => registerJobRoutes(app, { jobs }),
         (app) => registerWorkspaceRoutes(app, { workspaces, ...(cloner ? { cloner } : {}) }),
+        (app) => registerWorkspaceArchiveRoutes(app, { workspaces, settings: config.workspaces }),
         (app) => registerStreamRoutes(app, { runs, sse }),
         (app) => registerAgentRoutes(app, { agents, sse }),
         (app) => registerSessionRoutes(app, { sessions: new SessionService({

@@ -110,17 +110,23 @@ export function registerWorkspaceArchiveRoutes(app: FastifyInstance, deps: { wor
           },
         },
       },
-      async (request) => {
-        const path = parseWorkspacePath(request.query.path ?? '', { field: 'path', allowRoot: true });
-        const declared = Number(request.headers['content-length']);
-        return workspaces.withFiles(requestCaller(request).owner, request.params.id, 'write', async (ws) => {
-          const extracted = await extractArchive(ws, path, request.raw, {
-            maxArchiveRatio: settings.maxArchiveRatio,
-            ...(Number.isSafeInteger(declared) ? { contentLength: declared } : {}),
+      async (request, reply) => {
+        try {
+          const path = parseWorkspacePath(request.query.path ?? '', { field: 'path', allowRoot: true });
+          const declared = Number(request.headers['content-length']);
+          return await workspaces.withFiles(requestCaller(request).owner, request.params.id, 'write', async (ws) => {
+            const extracted = await extractArchive(ws, path, request.raw, {
+              maxArchiveRatio: settings.maxArchiveRatio,
+              ...(Number.isSafeInteger(declared) ? { contentLength: declared } : {}),
+            });
+            await workspaces.checkpointUpload(ws);
+            return extracted;
           });
-          await workspaces.checkpointUpload(ws);
-          return extracted;
-        });
+        } catch (error) {
+          // Refused before the body was read whole (404, 409, a full disk): close the connection rather than read the rest.
+          if (!request.raw.readableEnded) reply.header('connection', 'close');
+          throw error;
+        }
       },
     );
   });
