@@ -63,8 +63,10 @@ import { TREE_DIR, VIEW_SUFFIX, WorkspaceDisks, workspaceInodes } from './runtim
 import { WORKSPACES_NEED_ROOT, WorkspaceService } from './core/workspaces/workspace-service.js';
 import { registerWorkspaceRoutes } from './http/routes/workspaces.js';
 import { registerWorkspaceArchiveRoutes } from './http/routes/workspace-archive.js';
+import { RunWorkspaces } from './core/runs/run-workspace.js';
 import { GitCloner } from './core/workspaces/git-clone.js';
 import { secretsPolicy } from './core/validation/secrets-env.js';
+import { loopWorkdirBinder } from './runtime/workdir-binds.js';
 
 export interface RunningBerth {
   readonly app: FastifyInstance;
@@ -345,6 +347,8 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       log: logger,
       shutdownSignal: shutdown.signal,
       stacks,
+      // A workspace at each run's workdir: named, the session's own, or a fork's copy (core/runs/run-workspace.ts).
+      workspaces: new RunWorkspaces({ workspaces, binder: loopWorkdirBinder, sessionExists: (id) => sessions.exists(id), log: logger }),
       observer: {
         runFinished: (mode, outcome, durationMs, phases) => {
           metrics.runs.inc({ mode, outcome });
@@ -398,7 +402,8 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     // Persistent agents: one container each, stopped (and removed) at shutdown before the listener closes.
     agents = new AgentService({
       runs,
-      sessions,
+      // An agent followed again after a restart holds its workspace again (RunService.reclaimSession).
+      sessions: { hide: (id) => sessions.hide(id), reclaim: (run) => runs.reclaimSession(run, 'agent') },
       store: agentStore,
       slots,
       container: { ...containerSettings, runtime, log: logger },
@@ -465,6 +470,8 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
               maxPageSize: config.sessions.maxPageSize,
               teardown: async (sessionId) => {
                 await stacks.remove(sessionId);
+                // The session's own workspace goes with it; a caller's workspace is only unlinked.
+                await workspaces.removeForSession(sessionId);
               },
               stackOf: (sessionId) => stacks.view(sessionId),
             }) }),

@@ -27,6 +27,17 @@ export type SessionIntent =
   | { readonly kind: 'ephemeral' };
 
 /**
+ * Which workspace the run works in (core/runs/run-workspace.ts resolves it once the session is taken):
+ * `given`: the caller's workspace named by the request; `session`: the session's own (a new session gets
+ * one made, a resumed one keeps what it has, a fork gets a copy of its parent's); `none`: a run without
+ * persistence and without a named workspace.
+ */
+export type WorkspaceIntent =
+  | { readonly kind: 'given'; readonly id: string }
+  | { readonly kind: 'session' }
+  | { readonly kind: 'none' };
+
+/**
  * The mount options a request may carry (core/validation/volumes.ts ALLOWED_MOUNT_OPTIONS says why).
  * `exec`, `suid`, `dev` and propagation options are deliberately not representable.
  */
@@ -79,6 +90,7 @@ export interface RunPlan {
   readonly prompt: string;
   readonly workdir: string;
   readonly session: SessionIntent;
+  readonly workspace: WorkspaceIntent;
   readonly engine: EnginePlan;
   readonly container: ContainerPlan;
   readonly webhookUrl: string | undefined;

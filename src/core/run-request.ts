@@ -107,6 +107,9 @@ export const RunRequestSchema = Type.Object(
   {
     prompt: Type.String({ description: 'Text given to the agent. Required and non-empty.' }),
     workdir: Text('Working directory inside the container (absolute, shell-safe). Default /workspace.'),
+    workspace: Text(
+      'A workspace of the caller (UUID, POST /workspaces) mounted read-write at the workdir. A new session started with it keeps using it on resume and continue; a new session without one gets a workspace of its own, a fork a copy of its parent\'s. One run or agent at a time per workspace (409).',
+    ),
     webhook_url: Text('Async runs only: URL notified when the job reaches a terminal state.'),
     engine: Type.Optional(EngineOptionsSchema),
     container: Type.Optional(ContainerOptionsSchema),

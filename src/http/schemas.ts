@@ -48,6 +48,8 @@ export const RUN_REFUSALS: readonly (number | BerthError)[] = [
   401,
   errors.sessionNotFound('<session_id>'),
   errors.sessionBusy('<session_id>'),
+  errors.workspaceNotFound('<workspace>'),
+  errors.workspaceBusy('<workspace>'),
   413,
   429,
   errors.engineNotConfigured('<reason>'),

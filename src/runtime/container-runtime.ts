@@ -34,6 +34,12 @@ export interface BindMount {
   readonly containerPath: string;
   readonly readOnly: boolean;
   readonly options: readonly string[];
+  /**
+   * Mounts made later below `hostPath` on the host appear in the container too (propagation `rslave`;
+   * the host side must be a shared mount): a pooled engine's workdir receives its run's workspace after
+   * the container started (core/runs/run-workspace.ts). Nothing mounted inside goes the other way.
+   */
+  readonly receivesHostMounts?: boolean;
 }
 
 /** The kinds of container an engine runs in. */

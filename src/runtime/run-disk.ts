@@ -78,6 +78,10 @@ export class LoopDisks implements RunDisks {
       // mount point's parent on the host.
       await rm(join(mountPoint, 'lost+found'), { recursive: true, force: true });
       if (options.bare === true) return;
+      // Shared: a workspace bound below it later (core/runs/run-workspace.ts) also reaches a container that
+      // already mounts its workdir with `rslave` propagation (a pooled engine's). Nothing flows back: the
+      // container's side is a slave.
+      await run('mount', ['--make-shared', mountPoint]);
       await chmod(mountPoint, 0o777);
       await mkdir(join(mountPoint, WRITABLE_DIR), { mode: 0o755 });
       for (const place of WRITABLE_PLACES) {

@@ -71,6 +71,7 @@ describe('validateRunRequest: a valid request', () => {
       prompt: 'hi',
       workdir: '/workspace',
       session: { kind: 'new' },
+      workspace: { kind: 'session' },
       engine: { dangerously_skip_permissions: true },
       container: {
         image: 'localhost/berth-agent:test',

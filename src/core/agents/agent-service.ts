@@ -27,6 +27,8 @@ const EXITED_AGENT_RETENTION_MS = 24 * 3_600_000;
 export interface AgentSpawnRequest {
   readonly prompt?: string;
   readonly workdir?: string;
+  /** A workspace of the caller at the workdir, held until the agent exits (core/runs/run-workspace.ts). */
+  readonly workspace?: string;
   readonly idle_timeout_seconds?: number;
   readonly disable_idle_timeout?: boolean;
   readonly engine?: EngineOptions;
@@ -104,6 +106,7 @@ export class AgentService {
       {
         prompt: request.prompt ?? NO_FIRST_PROMPT,
         ...(request.workdir !== undefined ? { workdir: request.workdir } : {}),
+        ...(request.workspace !== undefined ? { workspace: request.workspace } : {}),
         ...(request.engine !== undefined ? { engine: request.engine } : {}),
       },
       // Agents have a pool of their own: an engine taking turns has neither the title hook nor partial messages.

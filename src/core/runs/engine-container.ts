@@ -124,5 +124,7 @@ function diskMounts(session: PreparedSession, plan: RunPlan, stackPaths: readonl
   const mounts = [mount(writable.tmp, '/tmp'), mount(writable['var-tmp'], '/var/tmp'), mount(writable.home, ENGINE_HOME)];
   const covering = [...mounts.map((m) => m.containerPath), ...plan.container.volumes.map((v) => v.containerPath), ...stackPaths];
   const workdirCovered = covering.some((path) => plan.workdir === path || plan.workdir.startsWith(`${path}/`));
-  return workdirCovered ? mounts : [...mounts, mount(writable.workdir, plan.workdir)];
+  // The workdir receives the run's workspace, bound on the host below it, also once the container runs (a
+  // pooled engine's: run-workspace.ts); the run disk is a shared mount for that (runtime/run-disk.ts).
+  return workdirCovered ? mounts : [...mounts, { ...mount(writable.workdir, plan.workdir), receivesHostMounts: true }];
 }

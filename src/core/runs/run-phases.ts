@@ -9,6 +9,11 @@ export const RUN_PHASES = [
   'session',
   /** Taking a pre-started engine from the pool (core/pool); a run that got one skips create and start. */
   'claim',
+  /**
+   * Runs with a workspace (core/runs/run-workspace.ts): it is linked, made (a new session's own) or copied
+   * (a fork's), acquired with its `last_run` checkpoint, and bound at the workdir.
+   */
+  'workspace',
   /** Async jobs only: waiting for a free slot under SERVICE_MAX_CONCURRENT_RUNS. */
   'queue',
   /** Compose environments: the stack's images built (first run of a session's stack only). */
@@ -31,8 +36,8 @@ export const RUN_PHASES = [
 
 export type RunPhase = (typeof RUN_PHASES)[number];
 
-/** Phases only some runs have: async jobs queue, runs with a compose environment bring up its stack. */
-export const OPTIONAL_PHASES: ReadonlySet<RunPhase> = new Set(['queue', 'compose_build', 'compose_start', 'compose_healthy']);
+/** Phases only some runs have: async jobs queue, runs with a compose environment bring up its stack, runs with a workspace take it. */
+export const OPTIONAL_PHASES: ReadonlySet<RunPhase> = new Set(['workspace', 'queue', 'compose_build', 'compose_start', 'compose_healthy']);
 
 /** The phases in which a run gets its container: made for it, or taken from the pool. */
 export const CONTAINER_PHASES = { created: ['session', 'create', 'start'], pooled: ['claim'] } as const satisfies Record<string, readonly RunPhase[]>;

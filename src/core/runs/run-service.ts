@@ -25,6 +25,7 @@ import { RunSlot, type ContainerSlots } from './container-slots.js';
 import { ENGINE_BINARY } from '../../engine/layout.js';
 import { context, trace, type Span } from '@opentelemetry/api';
 import { endRunSpan, startRunSpan } from './run-tracing.js';
+import type { RunWorkspaces } from './run-workspace.js';
 
 export type RunMode = 'sync' | 'async' | 'stream' | 'agent';
 
@@ -68,6 +69,8 @@ export interface RunServiceDependencies {
   readonly pool?: EnginePool;
   /** Pre-started engines for persistent agents (SERVICE_AGENT_POOL_SIZE). */
   readonly agentPool?: EnginePool;
+  /** The workspace each run works in (core/runs/run-workspace.ts); without it, runs have none. */
+  readonly workspaces?: RunWorkspaces;
 }
 
 /** A validated run whose session is taken: what async jobs keep between acceptance and execution. */
@@ -85,6 +88,8 @@ export interface AcceptedRun {
   readonly engineBinary: string;
   /** The pre-started engine the run claimed, when it matched the pool. */
   readonly pooled?: PooledEngine;
+  /** The workspace the run holds and has at its workdir (released with its session). */
+  readonly workspaceId?: string;
 }
 
 interface AcceptOptions {
@@ -97,6 +102,8 @@ interface AcceptOptions {
   /** What the engine is for: a one-shot run (the default) or a persistent agent; each has its own pool. */
   readonly purpose?: 'run' | 'agent';
 }
+
+const workspaceOf = (workspaceId: string | undefined) => (workspaceId === undefined ? {} : { workspaceId });
 
 export function newRunId(): string {
   return `run-${randomUUID()}`;
@@ -152,13 +159,10 @@ export class RunService {
     const phases = new RunPhases();
     try {
       const plan = await validateRunRequest(run.request, { config: this.deps.config, secretExists: async () => true });
-      const session = await this.deps.sessions.reclaim({
-        runId: run.runId,
-        sessionId: run.sessionId,
-        owner: run.caller.owner,
-        workdir: plan.workdir,
-        persistent: plan.session.kind !== 'ephemeral',
-      });
+      const session = await this.reclaimSession(
+        { runId: run.runId, sessionId: run.sessionId, owner: run.caller.owner, workdir: plan.workdir, persistent: plan.session.kind !== 'ephemeral' },
+        'run',
+      );
       if (!session) throw new Error(`the configuration directory of run ${run.runId} is gone`);
       const slot = new RunSlot(this.deps.slots, run.caller.owner);
       // The container exists whatever the limits say; it is counted when there is room.
@@ -174,6 +178,19 @@ export class RunService {
       await this.deps.runtime.removeContainer(container.id).catch(() => undefined);
       return undefined;
     }
+  }
+
+  /**
+   * The session of a run or agent a previous process started, taken again (SessionStore.reclaim) with the
+   * workspace bound at its workdir held again for it: released like any run's when it ends.
+   */
+  async reclaimSession(
+    run: { readonly runId: string; readonly sessionId: string; readonly owner: string; readonly workdir: string; readonly persistent: boolean },
+    kind: 'run' | 'agent',
+  ): Promise<PreparedSession | undefined> {
+    const session = await this.deps.sessions.reclaim(run);
+    if (!session || !this.deps.workspaces) return session;
+    return this.deps.workspaces.reattach(session, run.owner, { kind, id: run.runId });
   }
 
   /**
@@ -216,6 +233,7 @@ export class RunService {
         secretExists: (name) => this.deps.runtime.secretExists(name),
       });
       if (validated.webhookUrl !== undefined) await this.deps.webhookDestinations.check(validated.webhookUrl);
+      await this.checkWorkspace(validated, options.caller.owner);
       return validated;
     });
     this.deps.engineAccess.current();
@@ -234,8 +252,9 @@ export class RunService {
     const pool = options.runId === undefined ? this.poolFor(options, slot, plan) : undefined;
     const pooled = pool ? await phases.measure('claim', async () => pool.claim(plan, options.caller.owner, imageId)) : undefined;
     if (pooled) {
+      const attached = await this.attachWorkspace(plan, pooled.session, options, pooled.runId, phases, () => pooled.discard());
       phases.mark();
-      return { runId: pooled.runId, plan, session: pooled.session, phases, slot, engineBinary, pooled };
+      return { runId: pooled.runId, plan, session: attached.session, phases, slot, engineBinary, pooled, ...workspaceOf(attached.workspaceId) };
     }
     const runId = options.runId ?? newRunId();
     // The run's configuration directory is named by its run id: a later process can follow the run again.
@@ -256,8 +275,43 @@ export class RunService {
       }
       return prepared;
     });
+    const attached = await this.attachWorkspace(plan, session, options, runId, phases, async () => undefined);
     phases.mark();
-    return { runId, plan, session, phases, slot, engineBinary };
+    return { runId, plan, session: attached.session, phases, slot, engineBinary, ...workspaceOf(attached.workspaceId) };
+  }
+
+  /** A named workspace must be the caller's (404), and workspaces available on this Berth (503). */
+  private async checkWorkspace(plan: RunPlan, owner: string): Promise<void> {
+    if (plan.workspace.kind !== 'given') return;
+    if (!this.deps.workspaces) throw errors.runtimeUnavailable('workspaces are not available on this server');
+    await this.deps.workspaces.check(plan.workspace, owner);
+  }
+
+  /**
+   * The run's workspace held and bound at its workdir before its engine can write there. Refused (404, 409,
+   * 400): the claimed engine is removed (`discard`) and the session released, so nothing of the run is left.
+   */
+  private async attachWorkspace(
+    plan: RunPlan,
+    session: PreparedSession,
+    options: AcceptOptions,
+    runId: string,
+    phases: RunPhases,
+    discard: () => Promise<void>,
+  ): Promise<{ session: PreparedSession; workspaceId: string | undefined }> {
+    const { workspaces } = this.deps;
+    if (!workspaces || plan.workspace.kind === 'none') return { session, workspaceId: undefined };
+    try {
+      return await phases.measure('workspace', () =>
+        workspaces.attach(plan.workspace, session, options.caller.owner, { kind: options.purpose === 'agent' ? 'agent' : 'run', id: runId }),
+      );
+    } catch (error) {
+      await discard().catch(() => undefined);
+      await workspaces.releaseUnattached(session).catch((releaseError: unknown) => {
+        this.deps.log.error({ err: releaseError, runId }, 'releasing the session of a run refused its workspace failed');
+      });
+      throw error;
+    }
   }
 
   /**
@@ -411,7 +465,10 @@ export class RunService {
         ...hooks,
         onResult: (outcome) => {
           callerSignal.removeEventListener('abort', follow);
-          if (running) this.deps.sessions.settleInBackground(accepted.session.sessionId, running);
+          if (running) {
+            this.deps.sessions.settleInBackground(accepted.session.sessionId, running);
+            this.deps.workspaces?.settleInBackground(accepted.workspaceId, running);
+          }
           resolve(outcome);
         },
       });

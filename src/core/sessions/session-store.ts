@@ -14,7 +14,7 @@ import { transcriptFiles } from '../../engine/transcript.js';
 import { isDirectory, pathExists } from './session-files.js';
 import { RunConfigDirs, type RunConfigDir } from './run-config-dirs.js';
 import { checkSessionUuid, UUID_PATTERN } from './session-id.js';
-import type { RunDisks, WritablePlace } from '../../runtime/run-disk.js';
+import { WRITABLE_DIR, type RunDisks, type WritablePlace } from '../../runtime/run-disk.js';
 
 export { checkSessionUuid, UUID_PATTERN };
 
@@ -38,6 +38,11 @@ export interface PreparedSession {
   readonly mountPath: string;
   /** With a disk limit: host paths of the container's other writable places, on the run's own file system. */
   readonly writable?: Readonly<Record<WritablePlace, string>>;
+  /**
+   * With a disk limit: Berth's path of the directory mounted at the workdir (`writable.workdir` as Berth
+   * sees it), where a workspace's tree is bound (core/runs/run-workspace.ts).
+   */
+  readonly workdirOnDisk?: string;
   /** Whether the session outlives the run (false for no_persistence). */
   readonly persistent: boolean;
   /**
@@ -60,6 +65,12 @@ export interface StoredSession {
   readonly dir: string;
   /** When the engine last wrote its transcript (the directory's time while it has none). */
   readonly lastActivityMs: number;
+}
+
+/** A run directory's writable places, when it is a disk: as the container runtime and as Berth see them. */
+function onDisk(run: RunConfigDir): Pick<PreparedSession, 'writable' | 'workdirOnDisk'> {
+  if (!run.writable) return {};
+  return { writable: run.writable, workdirOnDisk: join(run.dir, WRITABLE_DIR, 'workdir') };
 }
 
 export class SessionStore {
@@ -111,7 +122,7 @@ export class SessionStore {
       sessionId,
       engineSession: run.persistent ? { kind: 'resume', sessionId } : { kind: 'ephemeral', sessionId },
       mountPath: runDir.hostPath,
-      ...(runDir.writable ? { writable: runDir.writable } : {}),
+      ...onDisk(runDir),
       persistent: run.persistent,
       release: async () => {
         try {
@@ -262,7 +273,7 @@ export class SessionStore {
           sessionId,
           engineSession: { kind: 'ephemeral', sessionId },
           mountPath: runDir.hostPath,
-          ...(runDir.writable ? { writable: runDir.writable } : {}),
+          ...onDisk(runDir),
           persistent: false,
           release: () => this.runs.remove(runDir),
         };
@@ -413,7 +424,7 @@ export class SessionStore {
       sessionId,
       engineSession,
       mountPath: run.hostPath,
-      ...(run.writable ? { writable: run.writable } : {}),
+      ...onDisk(run),
       persistent: true,
       ...(engineSession.kind === 'new' ? { recordTitle: (title: string) => this.runs.noteTitle(run, title) } : {}),
       release: async () => {

@@ -12,6 +12,7 @@ import { builtImageTag, type StackService } from '../compose/stack-definition.js
 import { readPinnedFile } from '../../runtime/volume-staging.js';
 import { validateHooksTimeout, validateLimits } from './limits.js';
 import { validateWorkdir } from './paths.js';
+import { workspaceIntent } from './workspace.js';
 import { secretsPolicy, validateSecretsEnv } from './secrets-env.js';
 import {
   checkHookCommands, checkModel, checkOptionalText, checkPrompt, checkSessionId, checkToolNames, checkWebhookUrl,
@@ -81,6 +82,8 @@ export async function validateRunRequest(request: RunRequest, context: Validatio
   checkDistinctTargets([...specs, ...serviceMounts]);
   if (agentService) checkAgentEnvironment(agentService);
 
+  const workspace = workspaceIntent(request.workspace, session, workdir, [...specs, ...serviceMounts].map((mount) => mount.containerPath));
+
   const limits = validateLimits(container, config);
   const lifecycle: LifecyclePlan | undefined = hooks && {
     ...hooks,
@@ -97,6 +100,7 @@ export async function validateRunRequest(request: RunRequest, context: Validatio
     prompt,
     workdir,
     session,
+    workspace,
     engine: enginePlan(engine),
     container: {
       image,

@@ -46,6 +46,9 @@ const SpawnBodySchema = Type.Object(
   {
     prompt: Type.Optional(Type.String({ description: 'Optional first turn, sent as soon as the engine is ready.' })),
     workdir: Type.Optional(Type.String({ description: 'Working directory inside the container. Default /workspace.' })),
+    workspace: Type.Optional(
+      Type.String({ description: 'A workspace of the caller (UUID) mounted read-write at the workdir; the agent holds it until it exits. Without one, a new session gets a workspace of its own.' }),
+    ),
     idle_timeout_seconds: Type.Optional(
       Type.Integer({ minimum: 0, maximum: 31_536_000, description: 'Idle timeout in seconds; 0 keeps the default (SERVICE_AGENT_IDLE_TIMEOUT, 1800).' }),
     ),
@@ -105,6 +108,8 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDepend
             401,
             errors.sessionNotFound('<session_id>'),
             errors.sessionBusy('<session_id>'),
+            errors.workspaceNotFound('<workspace>'),
+            errors.workspaceBusy('<workspace>'),
             413,
             429,
             ...SLOT_REFUSALS,

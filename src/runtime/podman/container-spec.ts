@@ -123,7 +123,7 @@ function bindMount(mount: BindMount): Record<string, unknown> {
     // nosuid,nodev on every bind mount: a caller's files must never become setuid binaries or devices.
     // Caller volumes arrive as staging mounts without submounts (runtime/volume-staging.ts), so these
     // flags hold for everything below them; a non-recursive `bind` would be refused in a user namespace.
-    Options: [mount.readOnly ? 'ro' : 'rw', ...new Set([...mount.options, 'nosuid', 'nodev']), 'rbind'],
+    Options: [mount.readOnly ? 'ro' : 'rw', ...new Set([...mount.options, 'nosuid', 'nodev']), 'rbind', ...(mount.receivesHostMounts === true ? ['rslave'] : [])],
   };
 }
 
