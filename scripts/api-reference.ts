@@ -207,7 +207,7 @@ export function renderApiReference(doc: OpenApi): string {
     'Each endpoint below lists its parameters, request and response fields, an example, and its error statuses with',
     'the messages it answers. Every error code with its status is in [errors.md](errors.md); the topics have their',
     'own pages: [authentication, rate limits and metrics](auth.md), [jobs, webhooks and streaming](jobs.md),',
-    '[sessions](sessions.md), [persistent agents](agents.md), [images](images.md), [the sandbox](security.md).',
+    '[sessions](sessions.md), [persistent agents](agents.md), [images](images.md), [workspaces](workspaces.md), [the sandbox](security.md).',
     '',
     '## Endpoints',
     '',

@@ -6,7 +6,7 @@ export const API_DESCRIPTION = `Berth runs the Claude Code CLI (the engine) insi
 a prompt, Berth validates it against its sandbox rules, runs the engine in a fresh container, answers with the
 output and a \`session_id\`, and removes the container.
 
-**Requests.** Bodies are JSON, sent with \`Content-Type: application/json\`. A body field of the wrong type, a
+**Requests.** Bodies are JSON, sent with \`Content-Type: application/json\` (file and archive uploads to a workspace are raw bytes). A body field of the wrong type, a
 missing required field or an unknown field is a 400 naming the field; body values are never converted or
 dropped. Query and path parameters arrive as text and are converted to the declared type (\`?limit=5\`). A
 DELETE may carry an empty body.
@@ -24,7 +24,7 @@ is 503 (the check fails closed).
 \`404 {"error": "session 3f0c2a9e-6a1b-4c1d-9f7e-2b8d4c6a1e55 not found", "status": "error"}\`. The messages
 listed under each endpoint are the server's own texts, with placeholders in angle brackets.
 
-**Ownership.** Every session, job and agent belongs to the caller (the token's \`sub\`, so the API token) that
+**Ownership.** Every session, job, agent and workspace belongs to the caller (the token's \`sub\`, so the API token) that
 created it. Another caller gets 404 for it and never sees it listed, whatever client_id it asked for.
 
 **Identifiers.** Runs are \`run-…\`, jobs \`job-…\`, agents \`agent-…\`, turns \`turn-…\`; session ids are UUIDs. A

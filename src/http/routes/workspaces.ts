@@ -179,7 +179,7 @@ export function registerWorkspaceRoutes(app: FastifyInstance, deps: { workspaces
       params: FileParamsSchema,
       response: {
         200: withExample(ListingSchema, { path: 'src', entries: [{ name: 'main.py', type: 'file', size: 812, mode: 0o644, mtime: '2026-11-26T08:05:12.000Z' }] }),
-        ...errorResponses(400, 401, notFound, errors.notFound('file <path>'), 416, 429, unavailable),
+        ...errorResponses(400, 401, notFound, errors.notFound('file <path>'), errors.rangeNotSatisfiable('<size>'), 429, unavailable),
       },
     });
     const read = async (request: FastifyRequest<{ Params: { id: string; '*'?: string } }>, reply: FastifyReply) => {
