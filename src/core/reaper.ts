@@ -1,6 +1,7 @@
 // Removes what a previous process of this Berth instance left behind when it died without cleaning up
-// (kill -9, power loss): its agent containers, found by label, stray image probes, and the holder of its
-// engine image mount.
+// (kill -9, power loss): its containers, found by its instance label (agent containers, and the git clones
+// of POST /workspaces: core/workspaces/git-clone.ts), stray image probes, and the holder of its engine image
+// mount.
 import type { Logger } from 'pino';
 import { IMAGE_TREE_LABEL, INSTANCE_LABEL, PROBE_LABEL, RUN_LABEL, type ContainerRuntime } from '../runtime/container-runtime.js';
 

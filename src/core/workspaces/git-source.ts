@@ -55,6 +55,8 @@ export function checkGitUrl(url: string): string {
   if (scheme === undefined || !(GIT_SCHEMES as readonly string[]).includes(scheme)) {
     throw refuse(`must be a URL of ${GIT_SCHEMES.map((s) => `${s}://`).join(', ')} (transports such as ext::, fd::, file:// and local paths are refused; write scp-like addresses as ssh://user@host/path)`);
   }
+  // WHATWG would read `http:///path` as the host `path`; git reads no host at all.
+  if (url.charAt(scheme.length + 3) === '/') throw refuse('names no host');
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -62,7 +64,8 @@ export function checkGitUrl(url: string): string {
     throw refuse('is not a valid URL');
   }
   if (parsed.hostname === '') throw refuse('names no host');
-  if (parsed.hostname.startsWith('-')) throw refuse('names a host starting with "-"');
+  // ssh gets `user@host` as one argument: neither may pass for an option.
+  if (parsed.hostname.startsWith('-') || parsed.username.startsWith('-')) throw refuse('names a host or user starting with "-"');
   if (parsed.password !== '') {
     throw refuse('must not carry a password (it would be kept in the workspace\'s .git/config); name a Podman secret in git.secret instead');
   }
