@@ -62,7 +62,7 @@ test('taking a checkpoint again replaces it whole and leaves nothing beside it',
   }
 });
 
-test('a checkpoint of 1,000 small files takes well under a second', async () => {
+test('a checkpoint of 1,000 small files takes a fraction of a second (bounded at 3 s for a loaded machine)', async () => {
   const ws = await workspace();
   try {
     for (let d = 0; d < 10; d++) {

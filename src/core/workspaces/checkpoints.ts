@@ -1,5 +1,5 @@
 import { constants } from 'node:fs';
-import { mkdir, open, readFile, readdir, rename, rm, writeFile, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, readFile, readdir, rename, rm, truncate, writeFile, type FileHandle } from 'node:fs/promises';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { isCode, scanTree, type TreeEntry } from './tree-scan.js';
@@ -115,7 +115,17 @@ export async function takeCheckpoint(
     }
     const takenAt = new Date();
     const manifest: CheckpointManifest = { version: 1, name, taken_at: takenAt.toISOString(), content_file: contentName, entries };
-    await writeFile(join(build, 'manifest.json'), JSON.stringify(manifest), { mode: 0o600 });
+    try {
+      await writeFile(join(build, 'manifest.json'), JSON.stringify(manifest), { mode: 0o600 });
+    } catch (error) {
+      if (!isCode(error, 'ENOSPC') && !isCode(error, 'EDQUOT')) throw error;
+      // No room for the manifest next to the content: a manifest without content (a diff by metadata) beats none.
+      await truncate(join(build, contentName), 0);
+      const bare = entries.map(({ content: _dropped, ...entry }) => entry);
+      await writeFile(join(build, 'manifest.json'), JSON.stringify({ ...manifest, entries: bare }), { mode: 0o600 });
+      skippedForSpace += kept;
+      kept = 0;
+    }
     await swapIn(dir, name, build);
     return { takenAt, entries: entries.length, kept, skippedForSpace };
   } catch (error) {

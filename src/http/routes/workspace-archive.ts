@@ -73,7 +73,7 @@ const notFound = errors.workspaceNotFound('<id>');
 const unavailable = errors.runtimeUnavailable('workspaces need a rootful Berth (each workspace is a loop-mounted file system of its own)');
 const noCheckpoint = (since: string) =>
   errors.invalid(
-    `since: workspace has no "${since}" checkpoint yet (${since === 'last_run' ? 'no run or agent has used it' : 'no archive was uploaded into it and it was not cloned'})`,
+    `since: this workspace has no "${since}" checkpoint yet (last_run is taken when a run or agent starts with the workspace, upload after an archive upload or a git clone)`,
   );
 
 /** Whether the client asked for the diff text alone. */
