@@ -36,6 +36,8 @@ function world(options: { busy?: boolean; links?: Record<string, { id: string; o
       return { id, treeHostPath: `/ws/${id}/tree`, release: async () => void events.push(`lease release ${id}`) };
     },
     holder: () => undefined,
+    settleInBackground: () => undefined,
+    settled: async () => undefined,
     sessionWorkspace: async (sessionId) => links.get(sessionId),
     linkSession: async (sessionId, id, owned) => {
       links.set(sessionId, { id, owned });

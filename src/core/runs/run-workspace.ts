@@ -19,7 +19,8 @@ import type { PreparedSession } from '../sessions/session-store.js';
 /** What runs use of the workspaces service. */
 export type RunWorkspacePort = Pick<
   WorkspaceService,
-  'available' | 'get' | 'create' | 'acquire' | 'holder' | 'sessionWorkspace' | 'linkSession' | 'forkForSession' | 'removeForSession'
+  | 'available' | 'get' | 'create' | 'acquire' | 'holder' | 'sessionWorkspace' | 'linkSession' | 'forkForSession' | 'removeForSession'
+  | 'settleInBackground' | 'settled'
 >;
 
 export interface RunWorkspacesDependencies {
@@ -37,9 +38,6 @@ export interface AttachedWorkspace {
 }
 
 export class RunWorkspaces {
-  /** Workspaces of runs answered before they ended: a next run on one waits for that end, not a 409. */
-  private readonly settling = new Map<string, Promise<void>>();
-
   constructor(private readonly deps: RunWorkspacesDependencies) {}
 
   /**
@@ -51,7 +49,6 @@ export class RunWorkspaces {
   async check(intent: WorkspaceIntent, owner: string): Promise<void> {
     if (intent.kind !== 'given') return;
     await this.deps.workspaces.get(owner, intent.id);
-    await this.settling.get(intent.id);
     if (this.deps.workspaces.holder(intent.id) !== undefined) throw errors.workspaceBusy(intent.id);
   }
 
@@ -69,7 +66,7 @@ export class RunWorkspaces {
     }
     const workspaceId = await this.resolve(intent, session, owner);
     if (workspaceId === undefined) return { session, workspaceId };
-    await this.settling.get(workspaceId);
+    await this.deps.workspaces.settled(workspaceId);
     const lease = await this.deps.workspaces.acquire(owner, workspaceId, holder);
     try {
       await this.deps.binder.bind(lease.treeHostPath, target);
@@ -105,14 +102,12 @@ export class RunWorkspaces {
     await this.forgetIfGone(session);
   }
 
-  /** The run was answered before it ended: until `rest` settles, a next run on the workspace waits for it. */
+  /**
+   * The run was answered before it ended (its container still holds the workspace): until `rest` settles,
+   * a next run, an upload or a read of the workspace waits for it rather than finding it in use.
+   */
   settleInBackground(workspaceId: string | undefined, rest: Promise<unknown>): void {
-    if (workspaceId === undefined) return;
-    const settled = rest.then(() => undefined, () => undefined);
-    this.settling.set(workspaceId, settled);
-    void settled.then(() => {
-      if (this.settling.get(workspaceId) === settled) this.settling.delete(workspaceId);
-    });
+    if (workspaceId !== undefined) this.deps.workspaces.settleInBackground(workspaceId, rest);
   }
 
   /**

@@ -117,6 +117,11 @@ export class WorkspaceService {
   private readonly deleting = new Set<string>();
   /** Creations in flight per owner (counted against the per-caller cap before they are in the store). */
   private readonly creating = new Map<string, number>();
+  /**
+   * Runs answered at their result while their container still holds the workspace (RunService
+   * executeUntilAnswered): a request on the workspace waits for that end instead of seeing it in use.
+   */
+  private readonly settling = new Map<string, Promise<void>>();
   private readonly settings: WorkspaceSettings;
   private readonly now: () => number;
 
@@ -153,7 +158,22 @@ export class WorkspaceService {
     return this.createWith(owner, source, options.ownedBySession);
   }
 
+  /** The run holding `id` was answered; until `rest` settles, requests on the workspace wait for it (settled). */
+  settleInBackground(id: string, rest: Promise<unknown>): void {
+    const settled = rest.then(() => undefined, () => undefined);
+    this.settling.set(id, settled);
+    void settled.then(() => {
+      if (this.settling.get(id) === settled) this.settling.delete(id);
+    });
+  }
+
+  /** Resolves once no answered run still holds the workspace. */
+  async settled(id: string): Promise<void> {
+    await this.settling.get(id);
+  }
+
   async get(owner: string, id: string): Promise<WorkspaceView> {
+    await this.settled(id);
     return this.view(await this.owned(owner, id));
   }
 
@@ -164,11 +184,13 @@ export class WorkspaceService {
   }
 
   async delete(owner: string, id: string): Promise<void> {
+    await this.settled(id);
     const record = await this.owned(owner, id);
     await this.remove(record.id);
   }
 
   async withFiles<T>(owner: string, id: string, mode: 'read' | 'write', fn: (ws: OpenWorkspace) => Promise<T>): Promise<T> {
+    await this.settled(id);
     const record = await this.owned(owner, id);
     if (mode === 'read') return this.onDisk(record, fn);
     if (this.leases.has(id)) throw errors.workspaceBusy(id);
@@ -197,6 +219,7 @@ export class WorkspaceService {
   }
 
   async acquire(owner: string, id: string, holder: WorkspaceHolder): Promise<WorkspaceLease> {
+    await this.settled(id);
     const record = await this.owned(owner, id);
     if (this.leases.has(id) || (this.writers.get(id) ?? 0) > 0) throw errors.workspaceBusy(id);
     this.leases.set(id, holder);
@@ -239,7 +262,9 @@ export class WorkspaceService {
    */
   async checkpointUpload(ws: OpenWorkspace): Promise<void> {
     await this.checkpoint(ws, 'upload');
-    await this.options.store.update(ws.id, { uploadCheckpointAt: this.isoNow() });
+    const record = await this.options.store.get(ws.id);
+    // An empty workspace filled by an archive is an uploaded one from now on.
+    await this.options.store.update(ws.id, { uploadCheckpointAt: this.isoNow(), ...(record?.source === 'empty' ? { source: 'upload' as const } : {}) });
   }
 
   /** Who holds the workspace now, if anyone. */
