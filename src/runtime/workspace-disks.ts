@@ -71,6 +71,8 @@ interface MountState {
 
 export class WorkspaceDisks {
   private readonly mounts = new Map<string, MountState>();
+  /** Disks being removed: not mounted again meanwhile (a mount then would outlive its image). */
+  private readonly removing = new Set<string>();
   private closed = false;
 
   constructor(
@@ -131,6 +133,7 @@ export class WorkspaceDisks {
   /** The workspace's disk, mounted (now, or already) for one more user. */
   async open(id: string): Promise<MountedDisk> {
     if (this.closed) throw new Error('workspace disks are closed (Berth is stopping)');
+    if (this.removing.has(id)) throw new Error(`workspace ${id} is being removed`);
     let state = this.mounts.get(id);
     if (state === undefined) {
       state = { refs: 0 };
@@ -161,14 +164,19 @@ export class WorkspaceDisks {
 
   /** Unmounts and deletes the workspace's disk (its users must be gone). Idempotent. */
   async remove(id: string): Promise<void> {
-    const state = this.mounts.get(id);
-    if (state?.mounting) await state.mounting.catch(() => undefined);
-    if (state?.idle !== undefined) clearTimeout(state.idle);
-    this.mounts.delete(id);
-    await this.unmountBoth(id);
-    await this.disks.release(this.mountPoint(id));
-    await rmdir(this.mountPoint(id)).catch(() => undefined);
-    await rmdir(this.viewPath(id)).catch(() => undefined);
+    this.removing.add(id);
+    try {
+      const state = this.mounts.get(id);
+      if (state?.mounting) await state.mounting.catch(() => undefined);
+      if (state?.idle !== undefined) clearTimeout(state.idle);
+      this.mounts.delete(id);
+      await this.unmountBoth(id);
+      await this.disks.release(this.mountPoint(id));
+      await rmdir(this.mountPoint(id)).catch(() => undefined);
+      await rmdir(this.viewPath(id)).catch(() => undefined);
+    } finally {
+      this.removing.delete(id);
+    }
   }
 
   /** Workspace ids that have a disk image here (for reconciling with the index). */
