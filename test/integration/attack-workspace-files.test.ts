@@ -116,6 +116,34 @@ describe('links a run planted', () => {
   });
 });
 
+describe('what a real run plants', () => {
+  it('links, a FIFO and a setuid file written by a run\'s container are listed for what they are and never followed', async () => {
+    const run = await t.request(
+      'POST',
+      '/run',
+      { prompt: 'run: ln -s /etc run-etc && ln -s /etc/passwd run-passwd && mkfifo run-fifo && cp /bin/true run-suid && chmod 4755 run-suid && echo planted', workspace: id },
+      as('alice'),
+    );
+    assert.equal(run.status, 200, JSON.stringify(run.body));
+    assert.match(run.body.output, /planted/);
+    const root = JSON.parse((await rawRequest(t.url, 'GET', `/workspaces/${id}/files`, { headers: as('alice') })).text);
+    const entries = Object.fromEntries(root.entries.map((entry: { name: string; type: string; mode: number }) => [entry.name, [entry.type, entry.mode]]));
+    assert.deepEqual(entries['run-etc']?.[0], 'symlink');
+    assert.deepEqual(entries['run-fifo']?.[0], 'other');
+    assert.deepEqual(entries['run-suid'], ['file', 0o755], 'listings show permission bits only, never setuid');
+    for (const path of ['run-etc/passwd', 'run-etc/', 'run-passwd', 'run-fifo']) {
+      const started = Date.now();
+      const answer = await rawRequest(t.url, 'GET', files(path), { headers: as('alice'), timeoutMs: 5_000 });
+      assert.equal(answer.status, 400, `GET ${path}: ${answer.text}`);
+      assert.doesNotMatch(answer.text, /root:x:0:0/);
+      assert.ok(Date.now() - started < 2_000, `GET ${path} answered in ${Date.now() - started} ms`);
+    }
+    const through = await rawRequest(t.url, 'PUT', files('run-etc/berth-planted'), { headers: as('alice'), body: 'x' });
+    assert.equal(through.status, 400, through.text);
+    await assert.rejects(readFile('/etc/berth-planted'), { code: 'ENOENT' });
+  });
+});
+
 describe('a directory swapped for a link while downloads run', () => {
   it('every GET reads the file inside the tree or is refused; none reads the host file', async () => {
     const answers = await asRun(t, 'alice', id, async (tree) => {
