@@ -6,9 +6,14 @@
 import { after, afterEach, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createGunzip, gzipSync } from 'node:zlib';
+import { readFile } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { Readable } from 'node:stream';
 import { pack, extract } from 'tar-stream';
 import { startTestBerth, type TestBerth } from '../support/berth.js';
+
+const exec = promisify(execFile);
 
 type Item = {
   name: string;
@@ -112,7 +117,14 @@ describe('archives uploaded into a workspace', () => {
     assert.deepEqual(await t.leftovers(), []);
   });
   after(async () => {
+    const dir = t?.dir;
     await t?.stop();
+    if (dir === undefined) return;
+    // Every workspace disk of this Berth is unmounted and detached at its stop.
+    const mounts = (await readFile('/proc/self/mountinfo', 'utf8')).split('\n').filter((line) => line.includes(`${dir}/`));
+    assert.deepEqual(mounts, [], 'no workspace disk left mounted');
+    const loops = (await exec('losetup', ['-a'])).stdout.split('\n').filter((line) => line.includes(`${dir}/`));
+    assert.deepEqual(loops, [], 'no loop device left attached');
   });
 
   const benign: Item = { name: 'benign.txt', content: 'written before the bad entry\n' };
