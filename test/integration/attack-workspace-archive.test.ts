@@ -9,6 +9,7 @@ import { createGunzip, gzipSync } from 'node:zlib';
 import { readFile } from 'node:fs/promises';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { pack, extract } from 'tar-stream';
 import { startTestBerth, type TestBerth } from '../support/berth.js';
@@ -227,6 +228,23 @@ describe('archives uploaded into a workspace', () => {
     // Extracting the download again at another path is accepted (what `berth pull` + `berth push` do).
     assert.equal((await upload(await download('round'), 'copy')).status, 200);
     assert.deepEqual((await entriesOf(await download('copy'))).get('data.bin')?.content, binary);
+  });
+
+  test('a download the client abandons halfway leaves Berth serving (and the disk unmountable at stop)', async () => {
+    const created = await t.request('POST', '/workspaces', {});
+    const id = created.body.id as string;
+    // Random bytes do not compress: the download is still being written when the client goes away.
+    assert.equal((await upload(await tarOf([{ name: 'noise.bin', content: randomBytes(8 * 1024 * 1024) }]), undefined, id)).status, 200);
+    const controller = new AbortController();
+    const response = await fetch(`${t.url}/workspaces/${id}/archive`, { signal: controller.signal });
+    const reader = response.body!.getReader();
+    await reader.read();
+    controller.abort();
+    await reader.read().catch(() => undefined);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const again = await t.request('GET', `/workspaces/${id}`);
+    assert.equal(again.status, 200, 'Berth still answers');
+    assert.equal((await t.request('DELETE', `/workspaces/${id}`)).status, 200, 'and the workspace can be deleted (its disk unmounted)');
   });
 
   test('a diff since the upload shows a changed text file and lists a binary one; since=last_run with no run is a 400 naming since', async () => {

@@ -38,3 +38,30 @@ test('an archive of a tree: uid/gid 0 without names, permission bits only, links
     await rm(root, { recursive: true, force: true });
   }
 });
+
+test('a download the client abandons stops reading and closes its files', async () => {
+  const root = await mkdtemp(join(tmpdir(), 'berth-ws-pack-'));
+  const openInRoot = async () => {
+    const { readdir: list, readlink } = await import('node:fs/promises');
+    const targets = await Promise.all((await list('/proc/self/fd')).map((fd) => readlink(`/proc/self/fd/${fd}`).catch(() => '')));
+    return targets.filter((target) => target.startsWith(root));
+  };
+  try {
+    // Random bytes: gzip cannot shrink them, so the stream fills its buffers and the walk waits on 'drain'.
+    const { randomBytes } = await import('node:crypto');
+    await writeFile(join(root, 'big.bin'), randomBytes(8 * 1024 * 1024));
+    const archive = packDirectory(root);
+    await new Promise<void>((resolve) => archive.once('data', () => resolve()));
+    archive.pause();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.ok((await openInRoot()).length > 0, 'the file is open while the walk waits for the reader');
+    archive.destroy();
+    const deadline = Date.now() + 5000;
+    while ((await openInRoot()).length > 0) {
+      assert.ok(Date.now() < deadline, 'the file was closed after the reader went away');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+});

@@ -41,9 +41,13 @@ export async function packWorkspace(ws: Pick<OpenWorkspace, 'tree'>, path: Works
 export function packDirectory(root: string): Readable {
   const pack = tarPack();
   const gzip = createGzip();
+  // A client that goes away closes the response and with it `gzip`: the walk stops and closes its file
+  // (a reader left waiting for 'drain' would hold a file of the disk open, and the disk could not unmount).
+  const gone = new AbortController();
+  gzip.on('close', () => gone.abort());
   (pack as unknown as Readable).pipe(gzip);
   pack.on('error', (error: Error) => gzip.destroy(error));
-  void writeEntries(pack, root).then(
+  void writeEntries(pack, root, gone.signal).then(
     () => pack.finalize(),
     (error: unknown) => {
       pack.destroy(error as Error);
@@ -53,27 +57,38 @@ export function packDirectory(root: string): Readable {
   return gzip;
 }
 
-async function writeEntries(pack: Pack, root: string): Promise<void> {
+async function writeEntries(pack: Pack, root: string, signal: AbortSignal): Promise<void> {
   for (const entry of await scanTree(root)) {
+    signal.throwIfAborted();
     const common = { name: entry.path, mtime: new Date(entry.mtimeMs), uid: 0, gid: 0, uname: '', gname: '' };
     if (entry.type === 'directory') {
-      await addEntry(pack, { ...common, type: 'directory', mode: entry.mode & 0o777 });
+      await addEntry(pack, { ...common, type: 'directory', mode: entry.mode & 0o777 }, signal);
     } else if (entry.type === 'symlink') {
-      await addEntry(pack, { ...common, type: 'symlink', mode: 0o777, linkname: entry.target ?? '' });
+      await addEntry(pack, { ...common, type: 'symlink', mode: 0o777, linkname: entry.target ?? '' }, signal);
     } else if (entry.type === 'file') {
-      await addFile(pack, root, entry, common);
+      await addFile(pack, root, entry, common, signal);
     }
     // Anything else (a FIFO, a socket, a device a run made) is left out.
   }
 }
 
-function addEntry(pack: Pack, header: Parameters<Pack['entry']>[0]): Promise<void> {
+function addEntry(pack: Pack, header: Parameters<Pack['entry']>[0], signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
-    endSink(pack.entry(header, (error) => (error ? reject(error) : resolve())));
+    const aborted = () => reject(signal.reason);
+    signal.addEventListener('abort', aborted, { once: true });
+    endSink(
+      quiet(
+        pack.entry(header, (error) => {
+          signal.removeEventListener('abort', aborted);
+          if (error) reject(error);
+          else resolve();
+        }),
+      ),
+    );
   });
 }
 
-async function addFile(pack: Pack, root: string, entry: TreeEntry, common: Parameters<Pack['entry']>[0]): Promise<void> {
+async function addFile(pack: Pack, root: string, entry: TreeEntry, common: Parameters<Pack['entry']>[0], signal: AbortSignal): Promise<void> {
   let handle: FileHandle;
   try {
     handle = await open(join(root, entry.path), READ_FLAGS);
@@ -89,8 +104,10 @@ async function addFile(pack: Pack, root: string, entry: TreeEntry, common: Param
     let settled: (error?: Error | null) => void = () => undefined;
     const written = new Promise<void>((resolve, reject) => {
       settled = (error) => (error ? reject(error) : resolve());
+      signal.addEventListener('abort', () => reject(signal.reason), { once: true });
     });
-    const sink = pack.entry({ ...common, type: 'file', mode: stats.mode & 0o777, size, mtime: stats.mtime }, (error) => settled(error));
+    written.catch(() => undefined); // awaited below, or abandoned with the walk when the client left
+    const sink = quiet(pack.entry({ ...common, type: 'file', mode: stats.mode & 0o777, size, mtime: stats.mtime }, (error) => settled(error)));
     // Exactly `size` bytes, as the header says: a file that shrank meanwhile is padded with zeros, one that
     // grew is cut (the archive stays well-formed either way).
     const buffer = Buffer.alloc(CHUNK);
@@ -99,7 +116,8 @@ async function addFile(pack: Pack, root: string, entry: TreeEntry, common: Param
       const { bytesRead } = await handle.read(buffer, 0, Math.min(CHUNK, size - done), done);
       const chunk = bytesRead === 0 ? Buffer.alloc(Math.min(CHUNK, size - done)) : Buffer.from(buffer.subarray(0, bytesRead));
       done += chunk.length;
-      if (!sink.write(chunk)) await once(sink as unknown as NodeJS.EventEmitter, 'drain');
+      signal.throwIfAborted();
+      if (!sink.write(chunk)) await once(sink as unknown as NodeJS.EventEmitter, 'drain', { signal });
     }
     endSink(sink);
     await written;
@@ -111,4 +129,10 @@ async function addFile(pack: Pack, root: string, entry: TreeEntry, common: Param
 /** tar-stream's entry sinks are streamx Writables; `end()` without data is valid there, only its typing asks for one. */
 function endSink(sink: ReturnType<Pack['entry']>): void {
   (sink as unknown as NodeJS.WritableStream).end();
+}
+
+/** An entry's failure reaches its callback; the sink's own 'error' event (a pack destroyed under it) must not go unhandled. */
+function quiet<T extends ReturnType<Pack['entry']>>(sink: T): T {
+  sink.on('error', () => undefined);
+  return sink;
 }
