@@ -135,6 +135,11 @@ export class WorkspaceService {
     return this.options.disks !== undefined;
   }
 
+  /** Throws the 503 a Berth without disks answers to anything about workspaces. */
+  requireAvailable(): void {
+    this.disks();
+  }
+
   /** At start: index entries without a disk are dropped, disks without an index entry removed. */
   async init(): Promise<void> {
     const disks = this.options.disks;

@@ -109,6 +109,7 @@ export function registerWorkspaceRoutes(app: FastifyInstance, deps: { workspaces
     async (request, reply) => {
       const { owner } = requestCaller(request);
       const git = request.body?.git;
+      workspaces.requireAvailable();
       if (git !== undefined && deps.cloner === undefined) throw errors.invalid('git: git clones are not configured on this Berth');
       if (git !== undefined) await deps.cloner!.check?.(git);
       const record = await workspaces.create(owner, { source: git === undefined ? 'empty' : 'git' });
