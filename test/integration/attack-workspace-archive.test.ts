@@ -6,7 +6,9 @@
 import { after, afterEach, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createGunzip, gzipSync } from 'node:zlib';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { request as httpRequest } from 'node:http';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
@@ -97,6 +99,8 @@ describe('archives uploaded into a workspace', () => {
     assert.equal(response.headers.get('content-type'), 'application/gzip');
     return Buffer.from(await response.arrayBuffer());
   };
+  /** What is left in the workspace's `.berth/tmp` (uploads and staging), read on the host while its disk is mounted. */
+  const leftInTmp = async (id = workspace) => readdir(join(t.config.agent.sessionsDir, '.workspaces', id, '.berth', 'tmp'));
   /** The tree as the API shows it: every path in a download of the whole workspace. */
   const treeListing = async () => [...(await entriesOf(await download())).keys()].sort();
 
@@ -150,6 +154,7 @@ describe('archives uploaded into a workspace', () => {
       assert.equal(refused.body.status, 'error');
       assert.match(String(refused.body.error), message);
       assert.deepEqual(await treeListing(), before);
+      assert.deepEqual(await leftInTmp(), [], 'the uploaded archive is removed');
     });
   }
 
@@ -183,6 +188,7 @@ describe('archives uploaded into a workspace', () => {
     assert.equal(refused.status, 413, JSON.stringify(refused.body));
     assert.match(String(refused.body.error), /is full/);
     assert.deepEqual(await treeListing(), before);
+    assert.deepEqual(await leftInTmp(), [], 'the upload and the staging directory are removed');
     const kept = await fetch(`${t.url}/workspaces/${workspace}/files/existing/kept.txt`);
     assert.equal(await kept.text(), 'kept\n', 'a file the archive would have replaced is as it was');
     // The space is given back: a small upload fits again.
@@ -228,6 +234,28 @@ describe('archives uploaded into a workspace', () => {
     // Extracting the download again at another path is accepted (what `berth pull` + `berth push` do).
     assert.equal((await upload(await download('round'), 'copy')).status, 200);
     assert.deepEqual((await entriesOf(await download('copy'))).get('data.bin')?.content, binary);
+  });
+
+  test('an upload the client abandons halfway writes nothing and leaves nothing in .berth/tmp', async () => {
+    const before = await treeListing();
+    const archive = gzipSync(await tarOf([benign, { name: 'noise.bin', content: randomBytes(2 * 1024 * 1024) }]));
+    await new Promise<void>((resolve) => {
+      const request = httpRequest(`${t.url}/workspaces/${workspace}/archive`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/octet-stream', 'content-length': archive.length },
+      });
+      request.on('error', () => resolve());
+      request.write(archive.subarray(0, archive.length / 2), () => setTimeout(() => {
+        request.destroy();
+        resolve();
+      }, 300));
+    });
+    const deadline = Date.now() + 10_000;
+    while ((await leftInTmp()).length > 0) {
+      assert.ok(Date.now() < deadline, `the partial upload is removed: ${await leftInTmp()}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    assert.deepEqual(await treeListing(), before);
   });
 
   test('a download the client abandons halfway leaves Berth serving (and the disk unmountable at stop)', async () => {
