@@ -495,7 +495,14 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       // Detached: requests still open (a sync run, streams) are cut; their work goes on without them. In the
       // other modes their work has ended by now and their answers are let out.
       if (config.shutdown.mode === 'detach') app.server.closeAllConnections();
-      await closing;
+      // An answer let out during the close (a git clone the stop ended) leaves its keep-alive connection idle
+      // after Fastify closed the idle ones: it would hold the close for Fastify's keepAliveTimeout (72 s).
+      const idle = setInterval(() => app.server.closeIdleConnections(), 100);
+      try {
+        await closing;
+      } finally {
+        clearInterval(idle);
+      }
     });
     await app.listen({ host: config.address.host, port: config.address.port });
     const bound = app.server.address();

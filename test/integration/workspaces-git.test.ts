@@ -256,3 +256,26 @@ describe('attacks refused before anything exists', () => {
     });
   }
 });
+
+describe('Berth\'s stop', () => {
+  it('kills a clone in flight: the request answers 503 at once, no container is left (and no mount: after())', async () => {
+    const pending = post({ git: { url: git.url('hang') } });
+    let name: string | undefined;
+    for (let i = 0; i < 100 && name === undefined; i++) {
+      name = (await cloneContainers())[0];
+      if (name === undefined) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    assert.ok(name, 'the clone container exists');
+    const stopping = Date.now();
+    await t.stop();
+    const stoppedMs = Date.now() - stopping;
+    const answer = await pending;
+    // The answer let out during the close does not keep its connection (and the close) open.
+    assert.ok(stoppedMs < 20_000, `the stop took ${stoppedMs} ms`);
+    // Not the timeout's 502: the stop ended it.
+    assert.equal(answer.status, 503, JSON.stringify(answer.body));
+    assert.match(answer.body.error, /shutting down/i);
+    const { stdout } = await exec('podman', ['ps', '-a', '--filter', `label=${INSTANCE_LABEL}=${t.config.instanceName}`, '--format', '{{.Names}}']);
+    assert.equal(stdout.trim(), '', 'no container of the instance is left');
+  });
+});
