@@ -23,6 +23,8 @@ interface Node {
   readonly commands: readonly Entry[];
   readonly options: readonly Entry[];
   readonly valueOptions: readonly ValueOption[];
+  /** Whether an argument is a local directory (`<dir>`: berth push, berth pull): offered from the file system. */
+  readonly directories: boolean;
 }
 
 export function completionScript(program: Command, shell: Shell): string {
@@ -45,6 +47,7 @@ function commandTree(program: Command): Node[] {
       ],
       options: options.flatMap((option) => optionNames(option).map((name) => ({ name, description: option.description }))),
       valueOptions: options.filter((option) => option.required || option.optional).map((option) => ({ flags: optionNames(option), choices: option.argChoices ?? [] })),
+      directories: command.registeredArguments.some((argument) => argument.name() === 'dir'),
     });
     for (const sub of subcommands) if (sub.name() !== 'help') visit(sub, `${path}/${sub.name()}`);
   };
@@ -70,12 +73,13 @@ function bashScript(name: string, nodes: readonly Node[]): string {
       ...(values.length > 0 ? ['      case "$prev" in', ...values, '      esac'] : []),
       `      commands=${quoted(node.commands.map((c) => c.name).join(' '))}`,
       `      options=${quoted(node.options.map((o) => o.name).join(' '))}`,
+      ...(node.directories ? ['      dirs=1'] : []),
       '      ;;',
     ].join('\n');
   });
   return `# ${name} completion for bash. Load it with: source <(${name} completion bash)
 ${fn}() {
-  local cur prev word cmdpath commands options i
+  local cur prev word cmdpath commands options i dirs=""
   cur="\${COMP_WORDS[COMP_CWORD]}"
   prev="\${COMP_WORDS[COMP_CWORD-1]}"
   cmdpath=""
@@ -90,6 +94,8 @@ ${branches.join('\n')}
   esac
   if [[ "$cur" == -* ]]; then
     COMPREPLY=($(compgen -W "$options" -- "$cur"))
+  elif [[ -n "$dirs" ]]; then
+    COMPREPLY=($(compgen -d -- "$cur"))
   else
     COMPREPLY=($(compgen -W "$commands" -- "$cur"))
   fi
@@ -113,6 +119,7 @@ function zshScript(name: string, nodes: readonly Node[]): string {
       ...(values.length > 0 ? ['      case "$words[CURRENT-1]" in', ...values, '      esac'] : []),
       `      commands=(${describe(node.commands)})`,
       `      options=(${describe(node.options)})`,
+      ...(node.directories ? ['      dirs=1'] : []),
       '      ;;',
     ].join('\n');
   });
@@ -120,7 +127,7 @@ function zshScript(name: string, nodes: readonly Node[]): string {
   return `#compdef ${name}
 # ${name} completion for zsh. Load it with: source <(${name} completion zsh)
 ${fn}() {
-  local word cmdpath="" i
+  local word cmdpath="" i dirs=""
   local -a commands options
   for ((i = 2; i < CURRENT; i++)); do
     word="$words[i]"
@@ -133,6 +140,8 @@ ${branches.join('\n')}
   esac
   if [[ "$words[CURRENT]" == -* ]]; then
     _describe -t options option options
+  elif [[ -n "$dirs" ]]; then
+    _files -/
   else
     _describe -t commands command commands
   fi

@@ -117,7 +117,7 @@ export class Berth {
     this.agents = new Agents(api);
     this.images = new Images(api);
     const raw = transport;
-    this.workspaces = new Workspaces((path, init, replayable) => {
+    this.workspaces = new Workspaces(api, (path, init, replayable) => {
       const request = new Request(`${raw.baseUrl}${path}`, init);
       return replayable ? raw.fetch(request) : raw.sendOnce(request);
     });

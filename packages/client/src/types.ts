@@ -7,10 +7,13 @@
 
 import type { components, paths } from './generated/openapi.js';
 
-type Operation<P extends keyof paths, M extends 'get' | 'post' | 'delete'> = NonNullable<paths[P][M]>;
+type Method = 'get' | 'post' | 'put' | 'delete';
+type Operation<P extends keyof paths, M extends Method> = NonNullable<paths[P][M]>;
 type JsonOf<T> = T extends { content: { 'application/json': infer J } } ? J : never;
-type Answer<P extends keyof paths, M extends 'get' | 'post' | 'delete'> =
+type Answer<P extends keyof paths, M extends Method> =
   Operation<P, M> extends { responses: { 200: infer R } } ? JsonOf<R> : never;
+type Created<P extends keyof paths, M extends Method> =
+  Operation<P, M> extends { responses: { 201: infer R } } ? JsonOf<R> : never;
 type Body<P extends keyof paths, M extends 'post'> =
   Operation<P, M> extends { requestBody?: infer B } ? JsonOf<NonNullable<B>> : never;
 type Query<P extends keyof paths, M extends 'get'> =
@@ -153,69 +156,24 @@ export interface SecretList extends Answer<'/secrets', 'get'> {}
 
 // Workspaces
 /** A workspace, as GET /workspaces/{id} answers it and GET /workspaces lists it. */
-export interface Workspace {
-  id: string;
-  created_at: string;
-  last_used_at: string;
-  /** Bytes of the files in the tree. */
-  size_bytes: number;
-  max_bytes: number;
-  file_count: number;
-  max_files: number;
-  /** The sessions linked to it. */
-  sessions: string[];
-  /** The session that owns it (removed with that session), or null for a caller's workspace. */
-  owner_session: string | null;
-  /** Whether a run or agent holds it now. */
-  in_use: boolean;
-  source: 'empty' | 'upload' | 'git' | 'fork' | 'session';
-}
+export interface Workspace extends Answer<'/workspaces/{id}', 'get'> {}
+export type WorkspaceSource = Workspace['source'];
 /** The body of POST /workspaces: empty, or a git repository to clone. */
-export interface WorkspaceCreateRequest {
-  git?: { url: string; ref?: string; secret?: string };
-}
+export interface WorkspaceCreateRequest extends Body<'/workspaces', 'post'> {}
 /** The answer of GET /workspaces. */
-export interface WorkspaceList {
-  workspaces: Workspace[];
-}
-/** One entry of a directory listing. */
-export interface WorkspaceEntry {
-  name: string;
-  type: 'file' | 'directory' | 'symlink' | 'other';
-  size: number;
-  /** Permission bits only (`mode & 0o777`). */
-  mode: number;
-  mtime: string;
-}
+export interface WorkspaceList extends Answer<'/workspaces', 'get'> {}
 /** The answer of GET /workspaces/{id}/files/{path} for a directory. */
-export interface WorkspaceDirectory {
-  path: string;
-  entries: WorkspaceEntry[];
-}
+export interface WorkspaceDirectory extends Answer<'/workspaces/{id}/files/{*}', 'get'> {}
+/** One entry of a directory listing. */
+export interface WorkspaceEntry extends Element<WorkspaceDirectory['entries']> {}
 /** The answer of PUT /workspaces/{id}/files/{path}. */
-export interface UploadedFile {
-  path: string;
-  size: number;
-}
+export interface UploadedFile extends Created<'/workspaces/{id}/files/{*}', 'put'> {}
 /** The answer of POST /workspaces/{id}/archive. */
-export interface ExtractedUpload {
-  files: number;
-  bytes: number;
-}
-/** The checkpoints a diff compares with: before the last run began, or after the last upload or clone. */
-export type WorkspaceDiffSince = 'last_run' | 'upload';
+export interface ExtractedUpload extends Answer<'/workspaces/{id}/archive', 'post'> {}
 /** The answer of GET /workspaces/{id}/diff. */
-export interface WorkspaceDiff {
-  since: WorkspaceDiffSince;
-  checkpoint_at: string;
-  added: string[];
-  changed: string[];
-  removed: string[];
-  binary: string[];
-  too_large: string[];
-  /** The unified diff of the text files. */
-  diff: string;
-}
+export interface WorkspaceDiff extends Answer<'/workspaces/{id}/diff', 'get'> {}
+/** The checkpoints a diff compares with: before the last run began, or after the last upload or clone. */
+export type WorkspaceDiffSince = WorkspaceDiff['since'];
 
 /** Options every call takes. */
 export interface CallOptions {

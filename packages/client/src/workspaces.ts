@@ -1,9 +1,12 @@
 // Workspaces: a caller's file trees on Berth that runs mount at their workdir. The resource (create, get,
 // list, delete), its files one at a time (list a directory, upload, download, delete), whole trees as
 // tar.gz both ways (archive, extract, and from/to a local directory in Node), and what changed (diff).
-// Bodies travel as streams both ways: an upload is read from its source as the connection takes it
-// (transport.sendOnce, never cloned or retried), a download is handed over as the response's stream.
+// The JSON routes go through the typed client; the file and archive routes are sent raw (a path of many
+// segments, bodies that are not JSON). Bodies travel as streams both ways: an upload is read from its
+// source as the connection takes it (transport.sendOnce, never cloned or retried), a download is handed
+// over as the response's stream.
 
+import { answer, type Api } from './api.js';
 import { extractArchive, type ExtractedArchive } from './extract-archive.js';
 import { packDirectory, planDirectory, type PackOptions, type PackPlan } from './pack-directory.js';
 import { uploadInit, type UploadBody } from './request-body.js';
@@ -40,26 +43,29 @@ export interface UploadDirectoryOptions extends WorkspacePathOptions, PackOption
 }
 
 export class Workspaces {
-  constructor(private readonly send: RawSend) {}
+  constructor(
+    private readonly api: Api,
+    private readonly send: RawSend,
+  ) {}
 
   /** Creates a workspace: empty, or cloned from a git repository (`{ git: { url, ref?, secret? } }`). */
   async create(request: WorkspaceCreateRequest = {}, options: CallOptions = {}): Promise<Workspace> {
-    return json(await this.send('/workspaces', { method: 'POST', headers: JSON_BODY, body: JSON.stringify(request), signal: options.signal }, true));
+    return answer(await this.api.POST('/workspaces', { body: request, signal: options.signal }));
   }
 
   /** The caller's workspaces. */
   async list(options: CallOptions = {}): Promise<WorkspaceList> {
-    return json(await this.send('/workspaces', { method: 'GET', signal: options.signal }, true));
+    return answer(await this.api.GET('/workspaces', { signal: options.signal }));
   }
 
   /** One workspace: size, file count, sessions using it (404 BerthError for another caller's). */
   async get(id: string, options: CallOptions = {}): Promise<Workspace> {
-    return json(await this.send(workspacePath(id), { method: 'GET', signal: options.signal }, true));
+    return answer(await this.api.GET('/workspaces/{id}', { params: { path: { id } }, signal: options.signal }));
   }
 
   /** Deletes a workspace and its files (409 BerthError while a run or agent uses it). */
   async delete(id: string, options: CallOptions = {}): Promise<void> {
-    await discard(await this.send(workspacePath(id), { method: 'DELETE', signal: options.signal }, true));
+    await this.api.DELETE('/workspaces/{id}', { params: { path: { id } }, signal: options.signal });
   }
 
   /** A directory's entries (name, type, size, mode, mtime); `path` '' (the default) is the root. */
@@ -114,8 +120,7 @@ export class Workspaces {
 
   /** What changed since a checkpoint: the summary and the unified diff (binary files listed, not diffed). */
   async diff(id: string, options: CallOptions & { since?: WorkspaceDiffSince } = {}): Promise<WorkspaceDiff> {
-    const response = await this.send(`${workspacePath(id)}/diff?since=${options.since ?? 'last_run'}`, { method: 'GET', headers: { accept: 'application/json' }, signal: options.signal }, true);
-    return json(response);
+    return answer(await this.api.GET('/workspaces/{id}/diff', { params: { path: { id }, query: { since: options.since ?? 'last_run' } }, signal: options.signal }));
   }
 
   /** The unified diff alone, as text (`Accept: text/x-diff`). */
@@ -144,8 +149,6 @@ export class Workspaces {
     return extractArchive(await this.archive(id, options), dir);
   }
 }
-
-const JSON_BODY = { 'content-type': 'application/json' };
 
 /** A 2xx answer's JSON body, as the route's schema describes it. */
 async function json<T>(response: Response): Promise<T> {

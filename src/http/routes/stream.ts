@@ -14,6 +14,7 @@ const StreamQuerySchema = Type.Object(
   {
     prompt: Type.String({ description: 'Text given to the agent. Required and non-empty.', examples: ['say: hello'] }),
     workdir: Type.Optional(Type.String({ description: 'Working directory inside the container. Default /workspace.' })),
+    workspace: Type.Optional(Type.String({ description: 'A workspace of the caller (UUID) mounted read-write at the workdir, as in POST /run.' })),
     session_id: Type.Optional(Type.String({ description: 'Session to resume (UUID); resume defaults to true when it is given.' })),
     resume: Type.Optional(Type.Boolean({ description: 'Continue the session named by session_id. Default false.' })),
   },
@@ -51,6 +52,7 @@ export function toRunRequest(query: StreamQuery): RunRequest {
   return {
     prompt: query.prompt,
     ...(query.workdir !== undefined ? { workdir: query.workdir } : {}),
+    ...(query.workspace !== undefined ? { workspace: query.workspace } : {}),
     ...(Object.keys(engine).length > 0 ? { engine } : {}),
   };
 }

@@ -61,7 +61,7 @@ function collect(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), value];
 }
 
-function runRequest(prompt: string, options: RunOptions): RunRequest & { workspace?: string } {
+function runRequest(prompt: string, options: RunOptions): RunRequest {
   const session = options.resume ?? options.fork;
   const engine = {
     ...(options.model !== undefined ? { model: options.model } : {}),
@@ -92,7 +92,7 @@ function streamable(request: RunRequest): boolean {
   return request.container === undefined && model === undefined && !fork_session && !latest && Object.keys(rest).every((key) => key === 'session_id' || key === 'resume');
 }
 
-async function stream(context: Context, request: RunRequest & { workspace?: string }): Promise<void> {
+async function stream(context: Context, request: RunRequest): Promise<void> {
   const interrupt = onInterrupt();
   const spinner = new Spinner('starting the run');
   let atLineStart = true;

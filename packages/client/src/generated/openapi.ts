@@ -643,6 +643,8 @@ export interface paths {
                         prompt: string;
                         /** @description Working directory inside the container (absolute, shell-safe). Default /workspace. */
                         workdir?: string;
+                        /** @description A workspace of the caller (UUID, POST /workspaces) mounted read-write at the workdir. A new session started with it keeps using it on resume and continue; a new session without one gets a workspace of its own, a fork a copy of its parent's. One run or agent at a time per workspace (409). */
+                        workspace?: string;
                         /** @description Async runs only: URL notified when the job reaches a terminal state. */
                         webhook_url?: string;
                         /** @description Options of the engine (Claude Code), each mapped to one of its flags or environment switches. */
@@ -811,7 +813,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Messages: `session <session_id> not found`. */
+                /** @description Messages: `session <session_id> not found`; `workspace <workspace> not found`. */
                 404: {
                     headers: {
                         [name: string]: unknown;
@@ -820,7 +822,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Messages: `session <session_id> is in use by another run; retry when it has finished`. */
+                /** @description Messages: `session <session_id> is in use by another run; retry when it has finished`; `workspace <workspace> is in use by a run or an agent; retry when it has finished (an agent holds its workspace until it is deleted)`. */
                 409: {
                     headers: {
                         [name: string]: unknown;
@@ -918,6 +920,8 @@ export interface paths {
                         prompt: string;
                         /** @description Working directory inside the container (absolute, shell-safe). Default /workspace. */
                         workdir?: string;
+                        /** @description A workspace of the caller (UUID, POST /workspaces) mounted read-write at the workdir. A new session started with it keeps using it on resume and continue; a new session without one gets a workspace of its own, a fork a copy of its parent's. One run or agent at a time per workspace (409). */
+                        workspace?: string;
                         /** @description Async runs only: URL notified when the job reaches a terminal state. */
                         webhook_url?: string;
                         /** @description Options of the engine (Claude Code), each mapped to one of its flags or environment switches. */
@@ -1054,7 +1058,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Messages: `session <session_id> not found`. */
+                /** @description Messages: `session <session_id> not found`; `workspace <workspace> not found`. */
                 404: {
                     headers: {
                         [name: string]: unknown;
@@ -1063,7 +1067,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Messages: `session <session_id> is in use by another run; retry when it has finished`. */
+                /** @description Messages: `session <session_id> is in use by another run; retry when it has finished`; `workspace <workspace> is in use by a run or an agent; retry when it has finished (an agent holds its workspace until it is deleted)`. */
                 409: {
                     headers: {
                         [name: string]: unknown;
@@ -1385,6 +1389,758 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/workspaces": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's workspaces, newest first */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "workspaces": [
+                         *         {
+                         *           "id": "5b2e7c1a-3d4f-4e8a-9c6b-1f0a2d3e4c5b",
+                         *           "created_at": "2026-11-26T08:00:00.000Z",
+                         *           "last_used_at": "2026-11-26T08:05:12.000Z",
+                         *           "size_bytes": 48213,
+                         *           "max_bytes": 2147483648,
+                         *           "file_count": 37,
+                         *           "max_files": 100000,
+                         *           "sessions": [],
+                         *           "owner_session": null,
+                         *           "in_use": false,
+                         *           "source": "empty"
+                         *         }
+                         *       ]
+                         *     }
+                         */
+                        "application/json": {
+                            workspaces: {
+                                /**
+                                 * Format: uuid
+                                 * @description Workspace id
+                                 */
+                                id: string;
+                                /** Format: date-time */
+                                created_at: string;
+                                /**
+                                 * Format: date-time
+                                 * @description Last file operation, run or link; the workspace is removed SERVICE_WORKSPACE_TTL later
+                                 */
+                                last_used_at: string;
+                                /** @description Bytes of the files in the tree, as measured after its last change */
+                                size_bytes: number;
+                                /** @description Size of the workspace's file system (SERVICE_WORKSPACE_MAX_BYTES) */
+                                max_bytes: number;
+                                /** @description Files, directories and links in the tree, as measured after its last change */
+                                file_count: number;
+                                /** @description SERVICE_WORKSPACE_MAX_FILES */
+                                max_files: number;
+                                /** @description Sessions whose runs use this workspace */
+                                sessions: string[];
+                                /**
+                                 * Format: uuid
+                                 * @description The session whose own workspace this is (removed with it); null for one made with POST /workspaces
+                                 */
+                                owner_session: string | null;
+                                /** @description Whether a run or agent holds it now */
+                                in_use: boolean;
+                                /** @description empty, upload or git (POST /workspaces), fork (a forked session's copy), session (a session's own) */
+                                source: "empty" | "upload" | "git" | "fork" | "session";
+                            }[];
+                        };
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `container runtime unavailable: workspaces need a rootful Berth (each workspace is a loop-mounted file system of its own)`. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Create a workspace: empty, or a git clone */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description Empty for an empty workspace; `git` to clone a repository into it */
+            requestBody: {
+                content: {
+                    /** @example {} */
+                    "application/json": {
+                        git?: {
+                            /** @description Repository URL: https, http, git or ssh (ext::, file:// and the like are refused) */
+                            url: string;
+                            /** @description Branch or tag to check out (a shallow clone of it); default the remote's HEAD */
+                            ref?: string;
+                            /** @description Name of a Podman secret holding the credential (a token or password); git reads it, Berth never logs or shows it */
+                            secret?: string;
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "id": "5b2e7c1a-3d4f-4e8a-9c6b-1f0a2d3e4c5b",
+                         *       "created_at": "2026-11-26T08:00:00.000Z",
+                         *       "last_used_at": "2026-11-26T08:05:12.000Z",
+                         *       "size_bytes": 48213,
+                         *       "max_bytes": 2147483648,
+                         *       "file_count": 37,
+                         *       "max_files": 100000,
+                         *       "sessions": [],
+                         *       "owner_session": null,
+                         *       "in_use": false,
+                         *       "source": "empty"
+                         *     }
+                         */
+                        "application/json": {
+                            /**
+                             * Format: uuid
+                             * @description Workspace id
+                             */
+                            id: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /**
+                             * Format: date-time
+                             * @description Last file operation, run or link; the workspace is removed SERVICE_WORKSPACE_TTL later
+                             */
+                            last_used_at: string;
+                            /** @description Bytes of the files in the tree, as measured after its last change */
+                            size_bytes: number;
+                            /** @description Size of the workspace's file system (SERVICE_WORKSPACE_MAX_BYTES) */
+                            max_bytes: number;
+                            /** @description Files, directories and links in the tree, as measured after its last change */
+                            file_count: number;
+                            /** @description SERVICE_WORKSPACE_MAX_FILES */
+                            max_files: number;
+                            /** @description Sessions whose runs use this workspace */
+                            sessions: string[];
+                            /**
+                             * Format: uuid
+                             * @description The session whose own workspace this is (removed with it); null for one made with POST /workspaces
+                             */
+                            owner_session: string | null;
+                            /** @description Whether a run or agent holds it now */
+                            in_use: boolean;
+                            /** @description empty, upload or git (POST /workspaces), fork (a forked session's copy), session (a session's own) */
+                            source: "empty" | "upload" | "git" | "fork" | "session";
+                        };
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `too many workspaces: this caller already has <limit> (SERVICE_WORKSPACE_MAX_PER_CALLER); delete one first`. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `git clone failed: <git's last line>`. */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `container runtime unavailable: workspaces need a rootful Berth (each workspace is a loop-mounted file system of its own)`. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/workspaces/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One workspace: size, file count, sessions using it */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description Workspace id (a UUID); any other value names no workspace: 404 */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "id": "5b2e7c1a-3d4f-4e8a-9c6b-1f0a2d3e4c5b",
+                         *       "created_at": "2026-11-26T08:00:00.000Z",
+                         *       "last_used_at": "2026-11-26T08:05:12.000Z",
+                         *       "size_bytes": 48213,
+                         *       "max_bytes": 2147483648,
+                         *       "file_count": 37,
+                         *       "max_files": 100000,
+                         *       "sessions": [],
+                         *       "owner_session": null,
+                         *       "in_use": false,
+                         *       "source": "empty"
+                         *     }
+                         */
+                        "application/json": {
+                            /**
+                             * Format: uuid
+                             * @description Workspace id
+                             */
+                            id: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /**
+                             * Format: date-time
+                             * @description Last file operation, run or link; the workspace is removed SERVICE_WORKSPACE_TTL later
+                             */
+                            last_used_at: string;
+                            /** @description Bytes of the files in the tree, as measured after its last change */
+                            size_bytes: number;
+                            /** @description Size of the workspace's file system (SERVICE_WORKSPACE_MAX_BYTES) */
+                            max_bytes: number;
+                            /** @description Files, directories and links in the tree, as measured after its last change */
+                            file_count: number;
+                            /** @description SERVICE_WORKSPACE_MAX_FILES */
+                            max_files: number;
+                            /** @description Sessions whose runs use this workspace */
+                            sessions: string[];
+                            /**
+                             * Format: uuid
+                             * @description The session whose own workspace this is (removed with it); null for one made with POST /workspaces
+                             */
+                            owner_session: string | null;
+                            /** @description Whether a run or agent holds it now */
+                            in_use: boolean;
+                            /** @description empty, upload or git (POST /workspaces), fork (a forked session's copy), session (a session's own) */
+                            source: "empty" | "upload" | "git" | "fork" | "session";
+                        };
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `workspace <id> not found`. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `container runtime unavailable: workspaces need a rootful Berth (each workspace is a loop-mounted file system of its own)`. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        /** Delete a workspace and its files (409 while a run or agent uses it) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description Workspace id (a UUID); any other value names no workspace: 404 */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "success": true,
+                         *       "workspace_id": "5b2e7c1a-3d4f-4e8a-9c6b-1f0a2d3e4c5b"
+                         *     }
+                         */
+                        "application/json": {
+                            /** @enum {boolean} */
+                            success: true;
+                            /** Format: uuid */
+                            workspace_id: string;
+                        };
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `workspace <id> not found`. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `workspace <id> is in use by a run or an agent; retry when it has finished (an agent holds its workspace until it is deleted)`. */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `container runtime unavailable: workspaces need a rootful Berth (each workspace is a loop-mounted file system of its own)`. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/workspaces/{id}/archive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download the workspace (or a directory of it) as a tar.gz
+         * @description Streamed as it is read. Entries are named relative to `path`, record uid/gid 0 without user names and permission bits only; symbolic links are stored as links (never followed); FIFOs, sockets and devices are left out.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description A directory relative to the workspace root; the root when absent */
+                    path?: string;
+                };
+                header?: never;
+                path: {
+                    /** @description Workspace id (a UUID) */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `workspace <id> not found`; `file <path> not found`. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `container runtime unavailable: workspaces need a rootful Berth (each workspace is a loop-mounted file system of its own)`. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Extract a tar or tar.gz (the raw request body) into the workspace
+         * @description gzip is detected by its magic bytes. Every entry is checked before anything is written; an archive with an absolute path, a `..` segment, a symbolic link leaving the workspace, a hard link, a device, a FIFO, a setuid/setgid bit, more entries than SERVICE_WORKSPACE_MAX_FILES, or that unpacks past SERVICE_WORKSPACE_MAX_ARCHIVE_RATIO times its size is refused whole (400 naming the entry). Files are owned by the workspace's file owner with modes 0644/0755; a file of the same path is replaced, a directory merged. Then the `upload` checkpoint is taken (GET …/diff?since=upload).
+         */
+        post: {
+            parameters: {
+                query?: {
+                    /** @description A directory relative to the workspace root; the root when absent */
+                    path?: string;
+                };
+                header?: never;
+                path: {
+                    /** @description Workspace id (a UUID) */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "files": 37,
+                         *       "bytes": 48213
+                         *     }
+                         */
+                        "application/json": {
+                            /** @description Regular files written */
+                            files: number;
+                            /** @description Their bytes */
+                            bytes: number;
+                        };
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `workspace <id> not found`. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `workspace <id> is in use by a run or an agent; retry when it has finished (an agent holds its workspace until it is deleted)`. */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `workspace <id> is full: <what> (SERVICE_WORKSPACE_MAX_BYTES, SERVICE_WORKSPACE_MAX_FILES); nothing of this upload was written; delete files or use a new workspace`. */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `container runtime unavailable: workspaces need a rootful Berth (each workspace is a loop-mounted file system of its own)`. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/workspaces/{id}/diff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What changed since a checkpoint: a summary and a unified diff */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description last_run: the tree as it was when the last run or agent began; upload: after the last archive upload or git clone */
+                    since?: "last_run" | "upload";
+                };
+                header?: never;
+                path: {
+                    /** @description Workspace id (a UUID) */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description With `Accept: text/x-diff` (or text/plain) the answer is the unified diff alone, as text. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "since": "last_run",
+                         *       "checkpoint_at": "2026-11-26T08:05:12.000Z",
+                         *       "added": [
+                         *         "tests/test_parse.py"
+                         *       ],
+                         *       "changed": [
+                         *         "src/parse.py"
+                         *       ],
+                         *       "removed": [],
+                         *       "binary": [],
+                         *       "too_large": [],
+                         *       "diff": "diff --git a/src/parse.py b/src/parse.py\n--- a/src/parse.py\n+++ b/src/parse.py\n@@ -1,2 +1,2 @@\n def parse(s):\n-    return s.split(\",\")\n+    return [p.strip() for p in s.split(\",\")]\n",
+                         *       "truncated": false
+                         *     }
+                         */
+                        "application/json": {
+                            since: "last_run" | "upload";
+                            /**
+                             * Format: date-time
+                             * @description When the checkpoint compared with was taken
+                             */
+                            checkpoint_at: string;
+                            /** @description Files, links and other non-directories new since the checkpoint */
+                            added: string[];
+                            /** @description Entries whose content, kind, mode or link target changed */
+                            changed: string[];
+                            removed: string[];
+                            /** @description Of the above, files that are not text (a NUL byte or not UTF-8): listed, not diffed */
+                            binary: string[];
+                            /** @description Of the above, files over SERVICE_WORKSPACE_DIFF_MAX_FILE_BYTES (or a change too large to compute): listed, not diffed */
+                            too_large: string[];
+                            /** @description Unified diff of the text files (git-style a/ b/ names) */
+                            diff: string;
+                            /** @description Whether `diff` was cut at 8 MiB (the lists are complete) */
+                            truncated: boolean;
+                        };
+                    };
+                };
+                /** @description Messages: `since: this workspace has no "<since>" checkpoint yet (last_run is taken when a run or agent starts with the workspace, upload after an archive upload or a git clone)`. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `workspace <id> not found`. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `container runtime unavailable: workspaces need a rootful Berth (each workspace is a loop-mounted file system of its own)`. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/run/stream": {
         parameters: {
             query?: never;
@@ -1406,6 +2162,8 @@ export interface paths {
                     prompt: string;
                     /** @description Working directory inside the container. Default /workspace. */
                     workdir?: string;
+                    /** @description A workspace of the caller (UUID) mounted read-write at the workdir, as in POST /run. */
+                    workspace?: string;
                     /** @description Session to resume (UUID); resume defaults to true when it is given. */
                     session_id?: string;
                     /** @description Continue the session named by session_id. Default false. */
@@ -1449,7 +2207,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Messages: `session <session_id> not found`. */
+                /** @description Messages: `session <session_id> not found`; `workspace <workspace> not found`. */
                 404: {
                     headers: {
                         [name: string]: unknown;
@@ -1458,7 +2216,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Messages: `session <session_id> is in use by another run; retry when it has finished`. */
+                /** @description Messages: `session <session_id> is in use by another run; retry when it has finished`; `workspace <workspace> is in use by a run or an agent; retry when it has finished (an agent holds its workspace until it is deleted)`. */
                 409: {
                     headers: {
                         [name: string]: unknown;
@@ -1621,6 +2379,8 @@ export interface paths {
                         prompt?: string;
                         /** @description Working directory inside the container. Default /workspace. */
                         workdir?: string;
+                        /** @description A workspace of the caller (UUID) mounted read-write at the workdir; the agent holds it until it exits. Without one, a new session gets a workspace of its own. */
+                        workspace?: string;
                         /** @description Idle timeout in seconds; 0 keeps the default (SERVICE_AGENT_IDLE_TIMEOUT, 1800). */
                         idle_timeout_seconds?: number;
                         /** @description No idle watchdog: the agent lives until DELETE or service shutdown. */
@@ -1735,7 +2495,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Messages: `session <session_id> not found`. */
+                /** @description Messages: `session <session_id> not found`; `workspace <workspace> not found`. */
                 404: {
                     headers: {
                         [name: string]: unknown;
@@ -1744,7 +2504,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Messages: `session <session_id> is in use by another run; retry when it has finished`. */
+                /** @description Messages: `session <session_id> is in use by another run; retry when it has finished`; `workspace <workspace> is in use by a run or an agent; retry when it has finished (an agent holds its workspace until it is deleted)`. */
                 409: {
                     headers: {
                         [name: string]: unknown;
@@ -2998,6 +3758,435 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/workspaces/{id}/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the workspace's root directory */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description Workspace id (a UUID); any other value names no workspace: 404 */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A directory: its entries (links are listed, never followed). A file answers its bytes instead (application/octet-stream, `Range` supported: 206, or 416 when unsatisfiable). */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "path": "src",
+                         *       "entries": [
+                         *         {
+                         *           "name": "main.py",
+                         *           "type": "file",
+                         *           "size": 812,
+                         *           "mode": 420,
+                         *           "mtime": "2026-11-26T08:05:12.000Z"
+                         *         }
+                         *       ]
+                         *     }
+                         */
+                        "application/json": {
+                            /** @description The directory listed, relative to the root ('' for the root) */
+                            path: string;
+                            entries: {
+                                name: string;
+                                type: "file" | "directory" | "symlink" | "other";
+                                /** @description Bytes (files and links; 0 for directories) */
+                                size: number;
+                                /** @description Permission bits (mode & 0o777) */
+                                mode: number;
+                                /** Format: date-time */
+                                mtime: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `workspace <id> not found`; `file <path> not found`. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `range not satisfiable: the file has <size> bytes`. */
+                416: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `container runtime unavailable: workspaces need a rootful Berth (each workspace is a loop-mounted file system of its own)`. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/workspaces/{id}/files/{*}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Download a file (bytes, with Range) or list a directory (JSON) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description Workspace id (a UUID) */
+                    id: string;
+                    /** @description Path relative to the workspace root (URL-encoded segments; no `.`, `..`, empty segments or NUL) */
+                    "*": string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A directory: its entries (links are listed, never followed). A file answers its bytes instead (application/octet-stream, `Range` supported: 206, or 416 when unsatisfiable). */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "path": "src",
+                         *       "entries": [
+                         *         {
+                         *           "name": "main.py",
+                         *           "type": "file",
+                         *           "size": 812,
+                         *           "mode": 420,
+                         *           "mtime": "2026-11-26T08:05:12.000Z"
+                         *         }
+                         *       ]
+                         *     }
+                         */
+                        "application/json": {
+                            /** @description The directory listed, relative to the root ('' for the root) */
+                            path: string;
+                            entries: {
+                                name: string;
+                                type: "file" | "directory" | "symlink" | "other";
+                                /** @description Bytes (files and links; 0 for directories) */
+                                size: number;
+                                /** @description Permission bits (mode & 0o777) */
+                                mode: number;
+                                /** Format: date-time */
+                                mtime: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `workspace <id> not found`; `file <path> not found`. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `range not satisfiable: the file has <size> bytes`. */
+                416: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `container runtime unavailable: workspaces need a rootful Berth (each workspace is a loop-mounted file system of its own)`. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        /** Upload one file as the raw request body (streamed; parents created; replaces a file) */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description Workspace id (a UUID) */
+                    id: string;
+                    /** @description Path relative to the workspace root (URL-encoded segments; no `.`, `..`, empty segments or NUL) */
+                    "*": string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "path": "src/main.py",
+                         *       "size": 812
+                         *     }
+                         */
+                        "application/json": {
+                            path: string;
+                            /** @description Bytes written */
+                            size: number;
+                        };
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `workspace <id> not found`. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `workspace <id> is in use by a run or an agent; retry when it has finished (an agent holds its workspace until it is deleted)`. */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `workspace <id> is full: <what> (SERVICE_WORKSPACE_MAX_BYTES, SERVICE_WORKSPACE_MAX_FILES); nothing of this upload was written; delete files or use a new workspace`. */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `container runtime unavailable: workspaces need a rootful Berth (each workspace is a loop-mounted file system of its own)`. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        /** Delete a file, a link, or a directory with everything in it */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description Workspace id (a UUID) */
+                    id: string;
+                    /** @description Path relative to the workspace root (URL-encoded segments; no `.`, `..`, empty segments or NUL) */
+                    "*": string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "success": true,
+                         *       "path": "build/out.log"
+                         *     }
+                         */
+                        "application/json": {
+                            /** @enum {boolean} */
+                            success: true;
+                            path: string;
+                        };
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `workspace <id> not found`; `file <path> not found`. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `workspace <id> is in use by a run or an agent; retry when it has finished (an agent holds its workspace until it is deleted)`. */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `container runtime unavailable: workspaces need a rootful Berth (each workspace is a loop-mounted file system of its own)`. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
         options?: never;
         head?: never;
         patch?: never;
