@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { lstat, mkdtemp, readdir, readFile } from 'node:fs/promises';
+import { lstat, mkdtemp, readdir, readFile, readlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -189,7 +189,7 @@ describe('the credential shows nowhere', () => {
     for (let i = 0; i < 100 && (git.requests.get('hang') ?? 0) === 0; i++) await new Promise((resolve) => setTimeout(resolve, 100));
     const inspect = (await exec('podman', ['inspect', name])).stdout;
     assert.doesNotMatch(inspect, new RegExp(PASSWORD), 'podman inspect does not show the credential');
-    const [info] = JSON.parse(inspect) as [{ Config: { Labels: Record<string, string>; User: string }; HostConfig: { CapDrop: string[]; CapAdd: string[] | null; ReadonlyRootfs: boolean; SecurityOpt: string[] }; State: { Pid: number } }];
+    const [info] = JSON.parse(inspect) as [{ Config: { Labels: Record<string, string>; User: string }; HostConfig: { CapDrop: string[]; CapAdd: string[] | null; ReadonlyRootfs: boolean; SecurityOpt: string[]; PidsLimit: number; Memory: number }; State: { Pid: number } }];
     assert.equal(info.Config.Labels['berth.kind'], 'workspace-clone');
     assert.equal(info.HostConfig.ReadonlyRootfs, true);
     const status = await readFile(`/proc/${info.State.Pid}/status`, 'utf8');
@@ -199,6 +199,17 @@ describe('the credential shows nowhere', () => {
     const uidMap = (await readFile(`/proc/${info.State.Pid}/uid_map`, 'utf8')).trim().split(/\s+/).map(Number);
     assert.deepEqual(uidMap, [0, t.config.agent.usernsBase, 65536], 'container root is not host root');
     assert.match(status, new RegExp(`^Uid:\\s+${t.config.agent.usernsBase + t.config.workspaces.fileOwnerUid}\\s`, 'm'), 'git runs as the file owner');
+    for (const ns of ['pid', 'ipc', 'uts', 'mnt', 'user']) {
+      assert.notEqual(await readlink(`/proc/${info.State.Pid}/ns/${ns}`), await readlink(`/proc/self/ns/${ns}`), `a private ${ns} namespace`);
+    }
+    assert.equal(info.HostConfig.PidsLimit, t.config.agent.pidsLimit);
+    assert.equal(info.HostConfig.Memory, t.config.agent.defaultMemoryBytes);
+    const treeMount = (await readFile(`/proc/${info.State.Pid}/mountinfo`, 'utf8')).split('\n').find((line) => line.split(' ')[4] === '/workspace-tree');
+    assert.ok(treeMount, 'the tree is mounted');
+    assert.match(treeMount.split(' ')[5]!, /(^|,)nosuid(,|$)/);
+    assert.match(treeMount.split(' ')[5]!, /(^|,)nodev(,|$)/);
+    const mounted = (await readFile(`/proc/${info.State.Pid}/mountinfo`, 'utf8')).split('\n').map((line) => line.split(' ')[4]);
+    assert.ok(!mounted.includes('/opt/claude'), 'no engine mount');
     // The caller's one container slot is the clone's.
     const second = await post({ git: { url: git.url('public') } });
     assert.equal(second.status, 429, JSON.stringify(second.body));
