@@ -38,6 +38,7 @@ before(async () => {
   repos = await mkdtemp(join(tmpdir(), 'berth-git-repos-'));
   await makeRepository(repos, 'public', { 'README.md': 'on main\n', 'passwd-link': { symlink: '/etc/passwd' } }, { feature: { 'feature.txt': 'on feature\n' } });
   await makeRepository(repos, 'private', { 'secret.txt': 'private content\n' });
+  await makeRepository(repos, 'many', Object.fromEntries(Array.from({ length: 1100 }, (_, i) => [`f/${i}.txt`, `${i}\n`])));
   await exec('sh', ['-c', `printf '%s' "$1" | podman secret create ${SECRET} -`, 'sh', PASSWORD]);
   t = await startTestBerth(
     {
@@ -61,6 +62,7 @@ before(async () => {
       private: { password: PASSWORD },
       echo: { password: PASSWORD, behaviour: 'echo-password' },
       hang: { behaviour: 'hang' },
+      many: {},
     },
     gateway,
   );
@@ -77,6 +79,7 @@ after(async () => {
   const dir = t?.dir;
   await t?.stop();
   await exec('podman', ['secret', 'rm', SECRET]).catch(() => undefined);
+  assert.ok(!(await exec('podman', ['secret', 'ls', '--format', '{{.Name}}'])).stdout.split('\n').includes(SECRET), 'the test\'s secret is removed');
   if (repos) await removeTestDir(repos);
   if (dir) {
     const { mounts, loops } = await mountsAndLoopsOf(dir);
@@ -151,6 +154,14 @@ describe('cloning', () => {
     assert.match(failed.body.error, /^git clone failed: .*(Username|terminal prompts disabled)/);
     assert.deepEqual(await workspaceIds(), before);
     assert.deepEqual(await cloneContainers(), []);
+  });
+
+  it('a clone with more entries than SERVICE_WORKSPACE_MAX_FILES is refused with 413 and leaves no workspace', async () => {
+    const before = await workspaceIds();
+    const full = await post({ git: { url: git.url('many') } });
+    assert.equal(full.status, 413, JSON.stringify(full.body));
+    assert.match(full.body.error, /more than 1000/);
+    assert.deepEqual(await workspaceIds(), before);
   });
 
   it('a missing branch is a 502 naming it; a missing or reserved secret a 400 naming git.secret', async () => {
