@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { startBerthWithCallers } from '../support/callers.js';
 import type { TestBerth } from '../support/berth.js';
-import { asRun, mountsAndLoopsOf, rawRequest } from '../support/workspaces.js';
+import { asRun, leftAfterStop, rawRequest } from '../support/workspaces.js';
 
 const exec = promisify(execFile);
 
@@ -45,7 +45,7 @@ before(async () => {
 after(async () => {
   if (t) {
     await t.berth.stop();
-    const left = await mountsAndLoopsOf(t.dir);
+    const left = await leftAfterStop(t.dir);
     await t.stop();
     assert.deepEqual(left, { mounts: [], loops: [] }, 'no workspace disk or view is left mounted after the stop');
   }

@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { LoopDisks, mountPoints } from '../../src/runtime/run-disk.js';
 import { WorkspaceDisks, bindTree, unbindTree, workspaceInodes } from '../../src/runtime/workspace-disks.js';
 import { removeTestDir } from '../support/test-dir.js';
-import { mountsAndLoopsOf } from '../support/workspaces.js';
+import { leftAfterStop } from '../support/workspaces.js';
 
 let dir: string;
 const OWNER = { uid: 701_000, gid: 701_000 };
@@ -29,7 +29,7 @@ before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'berth-test-disks-'));
 });
 after(async () => {
-  const left = await mountsAndLoopsOf(dir);
+  const left = await leftAfterStop(dir);
   await removeTestDir(dir);
   assert.deepEqual(left, { mounts: [], loops: [] });
 });

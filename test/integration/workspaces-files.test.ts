@@ -7,7 +7,7 @@ import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startTestBerth, type TestBerth } from '../support/berth.js';
-import { asRun, chunkedUpload, mountsAndLoopsOf, rawRequest } from '../support/workspaces.js';
+import { asRun, chunkedUpload, leftAfterStop, rawRequest } from '../support/workspaces.js';
 
 const LIMITS = {
   SERVICE_POOL_SIZE: '0',
@@ -207,7 +207,7 @@ describe('a restart', () => {
     const id = listed[0]!.id;
     assert.equal((await put(id, 'survives/restart.txt', 'still here')).status, 201);
     await t.berth.stop();
-    assert.deepEqual(await mountsAndLoopsOf(t.dir), { mounts: [], loops: [] });
+    assert.deepEqual(await leftAfterStop(t.dir), { mounts: [], loops: [] });
     const again = await startTestBerth({ ...LIMITS, SERVICE_DATA_DIR: t.config.dataDir, SERVICE_AGENT_SESSIONS_DIR: t.config.agent.sessionsDir });
     try {
       assert.equal((await again.request('GET', `/workspaces/${id}`)).status, 200);
@@ -215,8 +215,30 @@ describe('a restart', () => {
       assert.equal((await again.request('GET', '/workspaces')).body.workspaces.length, 5);
     } finally {
       await again.berth.stop();
-      assert.deepEqual(await mountsAndLoopsOf(t.dir), { mounts: [], loops: [] });
+      assert.deepEqual(await leftAfterStop(t.dir), { mounts: [], loops: [] });
       await again.stop();
+    }
+  });
+});
+
+describe('SERVICE_WORKSPACE_TTL', () => {
+  it('a workspace nobody uses is swept with its disk; one in use is kept', async () => {
+    const short = await startTestBerth({ ...LIMITS, SERVICE_WORKSPACE_TTL: '2s' });
+    try {
+      const unused = (await short.request('POST', '/workspaces', {})).body.id as string;
+      const used = (await short.request('POST', '/workspaces', {})).body.id as string;
+      const lease = await short.berth.workspaces.acquire('', used, { kind: 'agent', id: 'agent-ttl-test' });
+      // Gone for callers from the moment the sweep begins removing it; its disk a moment later.
+      const diskOf = async (id: string) => (await readdir(join(short.config.agent.sessionsDir, '.workspaces'))).filter((name) => name.startsWith(id));
+      const deadline = Date.now() + 15_000;
+      while ((await short.request('GET', `/workspaces/${unused}`)).status === 200 || (await diskOf(unused)).length > 0) {
+        assert.ok(Date.now() < deadline, `the unused workspace was not swept within 15 s: ${(await diskOf(unused)).join(', ')}`);
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+      assert.equal((await short.request('GET', `/workspaces/${used}`)).body.in_use, true, 'the held one stays');
+      await lease.release();
+    } finally {
+      await short.stop();
     }
   });
 });

@@ -92,3 +92,16 @@ export function chunkedUpload(url: string, path: string, headers: Record<string,
     pump();
   });
 }
+
+/**
+ * What is left mounted or attached below `dir` once the kernel has had a moment: a loop device is detached
+ * after its last unmount, and this kernel does that asynchronously, so one may still be listed just after.
+ */
+export async function leftAfterStop(dir: string, withinMs = 3_000): Promise<{ mounts: string[]; loops: string[] }> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    const left = await mountsAndLoopsOf(dir);
+    if ((left.mounts.length === 0 && left.loops.length === 0) || Date.now() > deadline) return left;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
