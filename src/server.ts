@@ -67,6 +67,7 @@ import { RunWorkspaces } from './core/runs/run-workspace.js';
 import { GitCloner } from './core/workspaces/git-clone.js';
 import { secretsPolicy } from './core/validation/secrets-env.js';
 import { loopWorkdirBinder } from './runtime/workdir-binds.js';
+import { SpareWorkspaceDisks } from './runtime/spare-workspace-disks.js';
 
 export interface RunningBerth {
   readonly app: FastifyInstance;
@@ -184,14 +185,18 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     await workspaceDisks?.init();
     // After every run and agent has ended (cleanups run after stopFirst): what no lease holds is unmounted.
     if (workspaceDisks) cleanups.push(() => workspaceDisks.close());
+    // Blank disks made ahead for new sessions' own workspaces, one per pooled engine (spare-workspace-disks.ts).
+    const spareDisks = workspaceDisks ? new SpareWorkspaceDisks(workspaceDisks, config.pool.size + config.pool.agentSize, (details, message) => logger.warn(details, message)) : undefined;
+    if (spareDisks) cleanups.push(() => spareDisks.close());
     const workspaces = new WorkspaceService({
       store: workspaceStore,
-      disks: workspaceDisks,
+      disks: spareDisks,
       unavailableReason: noDisks === undefined ? WORKSPACES_NEED_ROOT : `${WORKSPACES_NEED_ROOT}: ${noDisks}`,
       settings: { ...config.workspaces, fileOwner },
       log: (details, message) => logger.warn(details, message),
     });
     await workspaces.init();
+    spareDisks?.start();
     if (workspaceDisks) {
       const sweeper = setInterval(() => void workspaces.sweep(Date.now()).catch((error: unknown) => logger.error({ err: error }, 'workspace sweep failed')), Math.max(1_000, Math.min(60_000, config.workspaces.ttlMs)));
       sweeper.unref();

@@ -69,6 +69,8 @@ export interface WorkspaceDiskPort {
   exists(id: string): Promise<boolean>;
   remove(id: string): Promise<void>;
   list(): Promise<string[]>;
+  /** A blank disk made ahead under a fresh id (runtime/spare-workspace-disks.ts), when one is ready. */
+  takeSpare?(): (MountedWorkspaceDisk & { readonly id: string }) | undefined;
 }
 
 export interface MountedWorkspaceDisk {
@@ -345,8 +347,10 @@ export class WorkspaceService {
       this.creating.set(owner, (this.creating.get(owner) ?? 0) + 1);
     }
     try {
-      const id = randomUUID();
-      const disk = await disks.create(id);
+      // A new session's own workspace takes a disk made ahead: no mkfs and no mounts on its run's path.
+      const spare = ownedBySession !== undefined ? disks.takeSpare?.() : undefined;
+      const id = spare?.id ?? randomUUID();
+      const disk = spare ?? (await disks.create(id));
       disk.release();
       const now = this.isoNow();
       const record: WorkspaceRecord = {
