@@ -1,7 +1,7 @@
 // WorkspaceService's decisions, on disks faked as plain directories (the real disks and their nosymfollow
 // views are exercised against a real Berth in test/integration/workspaces-files.test.ts).
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, mkdtemp, readFile, readlink, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, beforeEach, describe, it } from 'node:test';
@@ -197,13 +197,18 @@ describe('sessions', () => {
     await service.withFiles('alice', from.id, 'write', async (ws) => {
       await mkdir(join(ws.tree, 'src'));
       await writeFile(join(ws.tree, 'src', 'a.txt'), 'original');
+      await writeFile(join(ws.tree, 'setuid'), 'x', { mode: 0o755 });
+      await chmod(join(ws.tree, 'setuid'), 0o6755);
+      await symlink('src/a.txt', join(ws.tree, 'link'));
     });
     const copyId = await service.forkForSession('alice', from.id, 'session-fork');
     assert.notEqual(copyId, from.id);
     const copy = await service.get('alice', copyId);
     assert.equal(copy.source, 'fork');
     assert.equal(copy.owner_session, 'session-fork');
-    assert.equal(copy.file_count, 2);
+    assert.equal(copy.file_count, 4);
+    const copied = await service.withFiles('alice', copyId, 'read', async (ws) => ({ setuid: (await lstat(join(ws.tree, 'setuid'))).mode & 0o7777, link: await readlink(join(ws.tree, 'link')) }));
+    assert.deepEqual(copied, { setuid: 0o755, link: 'src/a.txt' }, 'links stay links; setuid/setgid bits are not copied');
     assert.deepEqual(await service.sessionWorkspace('session-fork'), { id: copyId, owned: true });
     await service.withFiles('alice', copyId, 'write', async (ws) => writeFile(join(ws.tree, 'src', 'a.txt'), 'changed'));
     const original = await service.withFiles('alice', from.id, 'read', async (ws) => readFile(join(ws.tree, 'src', 'a.txt'), 'utf8'));

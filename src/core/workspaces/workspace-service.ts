@@ -462,7 +462,12 @@ export class WorkspaceService {
   }
 }
 
-/** A fork's copy: everything of the tree as it is (links as links, modes and owners kept). */
+/**
+ * A fork's copy: everything of the tree as it is (links as links, owners, times and permission bits kept),
+ * except setuid, setgid and sticky bits, which Berth never writes into a tree. Both paths are on views, so
+ * neither cp nor find follows a link the run planted.
+ */
 async function copyTree(from: string, to: string): Promise<void> {
   await run('cp', ['-a', '--no-dereference', '--', `${from}/.`, `${to}/`]);
+  await run('find', [to, '-xdev', '!', '-type', 'l', '-perm', '/7000', '-exec', 'chmod', 'ug-s,o-t', '{}', '+']);
 }
