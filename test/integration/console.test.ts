@@ -5,7 +5,8 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { gunzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -58,9 +59,15 @@ const heading = () => page.getByRole('heading', { level: 1 });
 const nav = (name: string) => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name });
 
 /** Berth's API with the console's own access token, for checks the page cannot show. */
-async function api(method: string, path: string): Promise<{ status: number; body: any }> {
+async function api(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
   const tokens = JSON.parse((await page.evaluate(() => sessionStorage.getItem('berth.console.tokens'))) ?? '{}') as { access_token?: string };
-  return t.request(method, path, undefined, { authorization: `Bearer ${tokens.access_token}` });
+  return t.request(method, path, body, { authorization: `Bearer ${tokens.access_token}`, ...headers });
+}
+
+/** Clicks `button` and answers the text of the file the browser saved. */
+async function downloaded(button: ReturnType<Page['getByRole']>): Promise<{ name: string; bytes: Buffer }> {
+  const [download] = await Promise.all([page.waitForEvent('download', WAIT), button.click()]);
+  return { name: download.suggestedFilename(), bytes: await readFile((await download.path())!) };
 }
 
 describe('the web console in headless Chromium, on a Berth with authentication', () => {
@@ -219,6 +226,61 @@ describe('the web console in headless Chromium, on a Berth with authentication',
     await page.getByText(/offline model/i).first().waitFor(WAIT);
     await page.getByText(t.config.version, { exact: true }).first().waitFor(WAIT);
     await shoot('health');
+  });
+
+  it("browses a session's workspace and a workspace's files: folders, a text file opened read-only, downloads", async () => {
+    const created = await api('POST', '/workspaces', {});
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const id: string = created.body.id;
+    const tokens = JSON.parse((await page.evaluate(() => sessionStorage.getItem('berth.console.tokens'))) ?? '{}') as { access_token?: string };
+    const put = async (path: string, body: string | Buffer) => {
+      const answer = await fetch(`${t.url}/workspaces/${id}/files/${encodeURIComponent(path)}`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${tokens.access_token}`, 'content-type': 'application/octet-stream' },
+        body,
+      });
+      assert.equal(answer.status, 201, await answer.text());
+    };
+    await put('src/app.js', 'console.log("from the workspace");\n');
+    await put('README.md', '# notes\n');
+    await put('blob.bin', Buffer.from([0, 1, 2, 0, 255]));
+    // A name that is markup: shown as text, never rendered.
+    await put('<img src=x onerror=alert(1)>.txt', 'x');
+    const run = await api('POST', '/run', { prompt: 'run: echo written by a run > from-run.txt', workspace: id });
+    assert.equal(run.body.status, 'completed', JSON.stringify(run.body));
+
+    // The run's session shows its workspace, with what the run wrote.
+    await page.goto(`${t.url}/console/sessions/${run.body.session_id}`);
+    await page.getByRole('region', { name: 'Files' }).getByRole('link', { name: 'from-run.txt' }).waitFor(WAIT);
+    await shoot('session-workspace');
+
+    await nav('Workspaces').click();
+    await heading().filter({ hasText: 'Workspaces' }).waitFor(WAIT);
+    await page.getByRole('link', { name: id }).click();
+    await heading().filter({ hasText: `Workspace ${id.slice(0, 8)}` }).waitFor(WAIT);
+    const files = page.getByRole('region', { name: 'Files' });
+    await files.getByRole('link', { name: 'src/' }).waitFor(WAIT);
+    assert.equal(await files.getByText('<img src=x onerror=alert(1)>.txt').count(), 1, 'the name is text');
+    assert.equal(await page.locator('img[src=x]').count(), 0, 'and no element');
+    await files.getByRole('link', { name: 'src/' }).click();
+    await page.waitForURL(/\?path=src$/, WAIT);
+    await files.getByRole('link', { name: 'app.js' }).click();
+    await page.getByTestId('file-text').filter({ hasText: 'console.log("from the workspace");' }).waitFor(WAIT);
+    await shoot('workspace-file');
+    const file = await downloaded(page.getByRole('button', { name: 'Download file' }));
+    assert.deepEqual([file.name, file.bytes.toString()], ['app.js', 'console.log("from the workspace");\n']);
+
+    // Back at the root: a binary file is offered as a download, not shown; the whole tree as tar.gz.
+    await files.getByRole('navigation', { name: 'Folder' }).getByRole('link', { name: 'workspace' }).click();
+    await files.getByRole('link', { name: 'blob.bin' }).click();
+    await page.getByText('A binary file: download it to open it.').waitFor(WAIT);
+    assert.deepEqual([...(await downloaded(page.getByRole('button', { name: 'Download blob.bin' }))).bytes], [0, 1, 2, 0, 255]);
+    const tree = await downloaded(page.getByRole('button', { name: 'Download all (tar.gz)' }));
+    assert.match(tree.name, /\.tar\.gz$/);
+    const tar = gunzipSync(tree.bytes).toString('latin1');
+    for (const name of ['src/app.js', 'README.md', 'blob.bin', 'from-run.txt']) assert.ok(tar.includes(name), `${name} is in the archive`);
+    await shoot('workspace');
+    assert.equal((await api('DELETE', `/workspaces/${id}`)).status < 300, true);
   });
 
   it('signs out: the tokens leave the tab and the sign-in page is shown again', async () => {
