@@ -73,6 +73,8 @@ export class WorkspaceDisks {
   private readonly mounts = new Map<string, MountState>();
   /** Disks being removed: not mounted again meanwhile (a mount then would outlive its image). */
   private readonly removing = new Set<string>();
+  /** Idle unmounts in progress: a new user waits for one before mounting again. */
+  private readonly unmounting = new Map<string, Promise<void>>();
   private closed = false;
 
   constructor(
@@ -166,6 +168,7 @@ export class WorkspaceDisks {
   async remove(id: string): Promise<void> {
     this.removing.add(id);
     try {
+      await this.unmounting.get(id);
       const state = this.mounts.get(id);
       if (state?.mounting) await state.mounting.catch(() => undefined);
       if (state?.idle !== undefined) clearTimeout(state.idle);
@@ -188,6 +191,7 @@ export class WorkspaceDisks {
   /** At stop: unmounts every disk nobody holds; ones still held stay (their lease's run or agent goes on). */
   async close(): Promise<void> {
     this.closed = true;
+    await Promise.all(this.unmounting.values());
     for (const [id, state] of [...this.mounts]) {
       if (state.idle !== undefined) clearTimeout(state.idle);
       if (state.mounting) await state.mounting.catch(() => undefined);
@@ -214,7 +218,12 @@ export class WorkspaceDisks {
         const idle = setTimeout(() => {
           if (state.refs > 0 || this.mounts.get(id) !== state) return;
           this.mounts.delete(id);
-          this.unmountBoth(id).catch((error: unknown) => this.settings.log?.({ err: error, workspace: id }, 'could not unmount an idle workspace disk'));
+          const unmounting = this.unmountBoth(id)
+            .catch((error: unknown) => this.settings.log?.({ err: error, workspace: id }, 'could not unmount an idle workspace disk'))
+            .finally(() => {
+              if (this.unmounting.get(id) === unmounting) this.unmounting.delete(id);
+            });
+          this.unmounting.set(id, unmounting);
         }, this.settings.idleUnmountMs ?? IDLE_UNMOUNT_MS);
         idle.unref();
         state.idle = idle;
@@ -223,6 +232,8 @@ export class WorkspaceDisks {
   }
 
   private async mountExisting(id: string): Promise<void> {
+    // An idle unmount still under way would take away what this mount finds in place.
+    await this.unmounting.get(id);
     const mountPoint = this.mountPoint(id);
     const mounted = await mountPoints();
     if (!mounted.has(mountPoint)) {

@@ -84,6 +84,23 @@ describe('mounts on demand', () => {
     await disks.remove(id);
   });
 
+  it('a user who opens the disk while an idle unmount is under way finds it mounted', async () => {
+    const disks = new WorkspaceDisks(new LoopDisks(), settings(1));
+    await disks.init();
+    const id = randomUUID();
+    const created = await disks.create(id);
+    await writeFile(join(created.mountPoint, 'tree', 'probe'), 'mounted');
+    created.release();
+    for (let round = 0; round < 40; round += 1) {
+      // Let the 1 ms idle timer fire (its unmount starts), then open at once.
+      await sleep(round % 5);
+      const disk = await disks.open(id);
+      assert.equal(await readFile(join(disk.view, 'tree', 'probe'), 'utf8'), 'mounted', `round ${round}`);
+      disk.release();
+    }
+    await disks.remove(id);
+  });
+
   it('a stop unmounts what nobody holds and keeps what a lease holds; the next start unmounts what is left', async () => {
     const disks = new WorkspaceDisks(new LoopDisks(), settings(60_000));
     await disks.init();
