@@ -5,10 +5,10 @@
 // resume the session: its next run sees the fixed file. Then the SDK's workspace calls against the same
 // Berth: streamed upload and download, ranges, listings, archive round trip, diff, and another caller's 404.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -114,6 +114,12 @@ describe('workspaces from a remote caller', { timeout: 600_000 }, () => {
     assert.match(stdout, /^\+\+\+ .*calc\.js/m);
     assert.match(stdout, /^-exports\.add = \(a, b\) => a - b;$/m);
     assert.match(stdout, /^\+exports\.add = \(a, b\) => a \+ b;$/m);
+    // The diff applies to the caller's own copy: `berth diff ID | git apply` brings the change home.
+    const copy = join(home, 'applied');
+    await cp(repo, copy, { recursive: true });
+    const patched = spawnSync('git', ['apply'], { cwd: copy, input: stdout, encoding: 'utf8' });
+    assert.equal(patched.status, 0, patched.stderr);
+    assert.equal(await readFile(join(copy, 'calc.js'), 'utf8'), FIXED);
     const summary = JSON.parse((await berth('diff', workspace, '--output', 'json')).stdout);
     assert.deepEqual(summary.changed, ['calc.js']);
     assert.deepEqual([summary.added, summary.removed], [[], []]);
