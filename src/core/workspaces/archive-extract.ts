@@ -44,6 +44,9 @@ type ExtractWorkspace = Pick<OpenWorkspace, 'id' | 'tree' | 'internal' | 'maxByt
 
 const WRITE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 const WRITE_REPLACE = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW;
+/** Files written at once while staging, and the largest file held in memory for that (at most WRITERS x 1 MiB). */
+const WRITERS = 16;
+const BUFFERED_FILE_BYTES = 1024 * 1024;
 
 /** Extracts the archive `body` below `destination` of the tree (see the file's comment). */
 export async function extractArchive(
@@ -126,7 +129,12 @@ async function checkArchive(
   return entries;
 }
 
-/** Pass 2: the checked archive written into `staging` (which stands for the tree's root). */
+/**
+ * Pass 2: the checked archive written into `staging` (which stands for the tree's root). Files up to
+ * BUFFERED_FILE_BYTES are read from the archive into memory and written by up to WRITERS at once (a file
+ * costs open, write, chown, chmod, utimes and close: one after the other, 10,000 small files took ~9 s;
+ * overlapped, ~3 s); larger ones are streamed in turn. Writes to one path keep the archive's order.
+ */
 async function stage(ws: ExtractWorkspace, file: string, staging: string, destination: WorkspacePath): Promise<void> {
   const context = { prefix: destination.segments };
   const made = new Set<string>();
@@ -146,6 +154,27 @@ async function stage(ws: ExtractWorkspace, file: string, staging: string, destin
       made.add(relative);
     }
   };
+  const writing = new Map<string, Promise<void>>(); // the last write of each path
+  const inFlight = new Set<Promise<void>>();
+  let failure: unknown;
+  const afterWritesTo = async (path: string): Promise<void> => {
+    await writing.get(path);
+  };
+  const schedule = async (path: string, write: () => Promise<void>): Promise<void> => {
+    const job: Promise<void> = afterWritesTo(path)
+      .then(write)
+      .catch((error: unknown) => {
+        failure ??= error;
+      })
+      .finally(() => {
+        inFlight.delete(job);
+        if (writing.get(path) === job) writing.delete(path);
+      });
+    writing.set(path, job);
+    inFlight.add(job);
+    while (inFlight.size >= WRITERS) await Promise.race(inFlight);
+    if (failure !== undefined) throw failure;
+  };
   try {
     // The prefix directories are staged too: moved into the tree when it lacks them, else merged.
     await makeDirectory(destination.segments);
@@ -164,25 +193,45 @@ async function stage(ws: ExtractWorkspace, file: string, staging: string, destin
       await makeDirectory(entry.segments.slice(0, -1));
       if (entry.type === 'symlink') {
         content.resume();
+        await afterWritesTo(entry.path);
         await rm(target, { force: true }); // named twice: the later entry wins, as with tar
         await symlink(entry.target as string, target);
         await lchown(target, ws.fileOwner.uid, ws.fileOwner.gid);
         if (entry.mtime) await lutimes(target, entry.mtime, entry.mtime);
         return;
       }
-      const handle = await open(target, WRITE_REPLACE, 0o600);
-      try {
-        for await (const chunk of content) await writeAll(handle, chunk as Buffer);
-        await handle.chown(ws.fileOwner.uid, ws.fileOwner.gid);
-        await handle.chmod(entry.mode);
-        if (entry.mtime) await handle.utimes(entry.mtime, entry.mtime);
-      } finally {
-        await handle.close();
+      if (entry.size <= BUFFERED_FILE_BYTES) {
+        const chunks: Buffer[] = [];
+        for await (const chunk of content) chunks.push(chunk as Buffer);
+        const data = Buffer.concat(chunks);
+        await schedule(entry.path, () => writeStagedFile(ws, target, entry, async (handle) => writeAll(handle, data)));
+        return;
       }
+      await afterWritesTo(entry.path);
+      await writeStagedFile(ws, target, entry, async (handle) => {
+        for await (const chunk of content) await writeAll(handle, chunk as Buffer);
+      });
     });
+    await Promise.all(inFlight);
+    if (failure !== undefined) throw failure;
   } catch (error) {
     if (isCode(error, 'ENOSPC') || isCode(error, 'EDQUOT')) throw errors.workspaceFull(ws.id, 'the archive\'s files do not fit');
     throw error;
+  } finally {
+    // Nothing may still be writing into the staging directory when the caller removes it.
+    await Promise.allSettled(inFlight);
+  }
+}
+
+async function writeStagedFile(ws: ExtractWorkspace, target: string, entry: ArchiveEntry, write: (handle: FileHandle) => Promise<void>): Promise<void> {
+  const handle = await open(target, WRITE_REPLACE, 0o600);
+  try {
+    await write(handle);
+    await handle.chown(ws.fileOwner.uid, ws.fileOwner.gid);
+    await handle.chmod(entry.mode);
+    if (entry.mtime) await handle.utimes(entry.mtime, entry.mtime);
+  } finally {
+    await handle.close();
   }
 }
 
@@ -303,10 +352,44 @@ async function readArchive(
   }
   counter.pipe(parser as unknown as NodeJS.WritableStream);
   try {
-    for await (const entry of parser) {
-      current = entry.header.name;
-      await visit(entry.header, entry as unknown as Readable);
-    }
+    // tar-stream's 'entry' events, not its async iterator: the iterator cost ~0.1 ms per entry (1 s of 10,000).
+    await new Promise<void>((resolve, reject) => {
+      let settled = false;
+      const fail = (error: unknown): void => {
+        if (settled) return;
+        settled = true;
+        reject(error);
+      };
+      let visiting: Promise<void> = Promise.resolve();
+      parser.on('entry', (header, content, next) => {
+        current = header.name;
+        content.on('error', () => undefined); // reaches `visit` (reading it) or the parser's 'error'
+        let ended = false;
+        let visited = false;
+        const proceed = (): void => {
+          if (ended && visited && !settled) next();
+        };
+        content.on('end', () => {
+          ended = true;
+          proceed();
+        });
+        visiting = visit(header, content as unknown as Readable);
+        visiting.then(() => {
+          visited = true;
+          proceed();
+        }, fail);
+      });
+      parser.on('error', fail);
+      parser.on('finish', () => {
+        if (settled) return;
+        settled = true;
+        resolve();
+      });
+      // A visit that fails while reading its entry (a full disk) closes the parser under it: its own error wins.
+      parser.on('close', () => {
+        void visiting.catch(() => undefined).then(() => fail(new Error('the archive ended before its last entry')));
+      });
+    });
   } catch (error) {
     if (error instanceof BerthError) throw error;
     if (overRatio) {

@@ -103,8 +103,13 @@ async function addFile(pack: Pack, root: string, entry: TreeEntry, common: Param
     const size = stats.size;
     let settled: (error?: Error | null) => void = () => undefined;
     const written = new Promise<void>((resolve, reject) => {
-      settled = (error) => (error ? reject(error) : resolve());
-      signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+      const aborted = () => reject(signal.reason);
+      signal.addEventListener('abort', aborted, { once: true });
+      settled = (error) => {
+        signal.removeEventListener('abort', aborted);
+        if (error) reject(error);
+        else resolve();
+      };
     });
     written.catch(() => undefined); // awaited below, or abandoned with the walk when the client left
     const sink = quiet(pack.entry({ ...common, type: 'file', mode: stats.mode & 0o777, size, mtime: stats.mtime }, (error) => settled(error)));
