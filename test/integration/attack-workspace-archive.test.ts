@@ -15,6 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { pack, extract } from 'tar-stream';
 import { startTestBerth, type TestBerth } from '../support/berth.js';
+import { startBerthWithCallers } from '../support/callers.js';
 
 const exec = promisify(execFile);
 
@@ -323,5 +324,36 @@ describe('archives uploaded into a workspace', () => {
     const sinceRun = await t.request('GET', `/workspaces/${id}/diff?since=last_run`);
     assert.equal(sinceRun.status, 200, JSON.stringify(sinceRun.body));
     assert.deepEqual(sinceRun.body.added, ['benign.txt']);
+  });
+});
+
+describe('another caller\'s workspace archives and diffs', () => {
+  let t: TestBerth;
+  let as: (name: 'alice' | 'bob') => Record<string, string>;
+  before(async () => {
+    ({ t, as } = await startBerthWithCallers(['alice', 'bob'] as const, { SERVICE_POOL_SIZE: '0', SERVICE_AGENT_POOL_SIZE: '0', SERVICE_WORKSPACE_MAX_BYTES: '64m' }));
+  });
+  after(async () => {
+    await t?.stop();
+  });
+
+  test('are 404 to bob: he can neither extract into alice\'s workspace nor download or diff it', async () => {
+    const created = await t.request('POST', '/workspaces', {}, as('alice'));
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const id = created.body.id as string;
+    const archive = gzipSync(await tarOf([{ name: 'alice.txt', content: 'alice\n' }]));
+    const post = (who: 'alice' | 'bob') =>
+      fetch(`${t.url}/workspaces/${id}/archive`, { method: 'POST', headers: { ...as(who), 'content-type': 'application/octet-stream' }, body: new Uint8Array(archive) });
+    assert.equal((await post('alice')).status, 200);
+    const bobPost = await post('bob');
+    assert.equal(bobPost.status, 404);
+    assert.match(((await bobPost.json()) as { error: string }).error, new RegExp(`workspace ${id} not found`));
+    assert.equal((await fetch(`${t.url}/workspaces/${id}/archive`, { headers: as('bob') })).status, 404);
+    assert.equal((await t.request('GET', `/workspaces/${id}/diff?since=upload`, undefined, as('bob'))).status, 404);
+    const mine = await t.request('GET', `/workspaces/${id}/diff?since=upload`, undefined, as('alice'));
+    assert.equal(mine.status, 200, JSON.stringify(mine.body));
+    assert.deepEqual([mine.body.added, mine.body.changed, mine.body.removed], [[], [], []], 'bob\'s attempt changed nothing');
+    const download = await fetch(`${t.url}/workspaces/${id}/archive`, { headers: as('alice') });
+    assert.deepEqual([...(await entriesOf(Buffer.from(await download.arrayBuffer()))).keys()], ['alice.txt']);
   });
 });
