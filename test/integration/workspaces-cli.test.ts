@@ -56,6 +56,7 @@ describe('workspaces from a remote caller', { timeout: 600_000 }, () => {
       SERVICE_JWT_SECRET: randomBytes(32).toString('hex'),
       SERVICE_API_TOKENS: `ada:${API_TOKEN},eve:${OTHER_TOKEN}`,
       SERVICE_POOL_SIZE: '1',
+      SERVICE_WORKSPACE_MAX_BYTES: '64m',
       SERVICE_AGENT_POOL_SIZE: '0',
     });
     home = await mkdtemp(join(tmpdir(), 'remote-caller-'));
@@ -154,6 +155,17 @@ describe('workspaces from a remote caller', { timeout: 600_000 }, () => {
     await berth('sessions', 'rm', session);
     await berth('workspaces', 'rm', workspace);
     await assert.rejects(berth('workspaces', 'show', workspace), /not found \(HTTP 404\)/);
+  });
+
+  it("a push larger than the workspace limit prints Berth's 413 and leaves no workspace behind", async () => {
+    const large = join(home, 'large');
+    await mkdir(large);
+    await writeFile(join(large, 'random.bin'), randomBytes(70 * 1024 * 1024));
+    const before = JSON.parse((await berth('workspaces', 'ls', '--output', 'json')).stdout).workspaces.length;
+    await assert.rejects(berth('push', large), /is full: .*\(HTTP 413\)/);
+    const after = JSON.parse((await berth('workspaces', 'ls', '--output', 'json')).stdout).workspaces.length;
+    assert.equal(after, before, 'the workspace push created was deleted again');
+    await rm(large, { recursive: true });
   });
 
   describe('the SDK', () => {

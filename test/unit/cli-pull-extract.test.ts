@@ -66,10 +66,10 @@ describe('unpacking a workspace archive (berth pull)', () => {
     assert.deepEqual((await readdir(root)).sort(), ['good', 'outside'], 'no staging directory is left');
   });
 
-  it('takes a plain (not gzipped) tar too, and an empty directory as target', async () => {
+  it('takes a plain (not gzipped) tar too, with its root as ./, and an empty directory as target', async () => {
     const target = join(root, 'plain');
     await mkdir(target);
-    await extractArchive(chunks(tarball([{ path: 'a.txt', body: 'a' }], true)), target);
+    await extractArchive(chunks(tarball([{ path: './', type: 'Directory', mode: 0o755 }, { path: 'a.txt', body: 'a' }], true)), target);
     assert.equal(await readFile(join(target, 'a.txt'), 'utf8'), 'a');
   });
 

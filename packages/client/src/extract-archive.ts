@@ -82,6 +82,8 @@ export async function checkArchive(file: string): Promise<ExtractedArchive> {
 
 function checkEntry(entry: ReadEntry, links: Set<string>, counts: { files: number; directories: number; links: number; bytes: number }): void {
   const raw = entry.path;
+  // The archive's own root (`./`, as `tar -C dir -c .` writes it) is the target itself: nothing to check.
+  if (entry.type === 'Directory' && isRoot(raw)) return;
   const path = safePath(raw);
   for (let parent = posix.dirname(path); parent !== '.'; parent = posix.dirname(parent)) {
     if (links.has(parent)) throw new UnsafeArchiveError(raw, `lies beneath the symbolic link ${JSON.stringify(parent)}`);
@@ -113,6 +115,10 @@ function safePath(raw: string): string {
   if (segments.includes('..')) throw new UnsafeArchiveError(raw, 'has a ".." segment');
   if (segments.length === 0) throw new UnsafeArchiveError(raw, 'has an empty path');
   return segments.join('/');
+}
+
+function isRoot(raw: string): boolean {
+  return raw.split('/').every((segment) => segment === '' || segment === '.') && !raw.startsWith('/');
 }
 
 async function assertEmptyOrAbsent(dir: string): Promise<void> {
