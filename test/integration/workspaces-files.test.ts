@@ -138,11 +138,27 @@ describe('files', () => {
   });
 
   it('DELETE removes a file, a directory with its contents; absent paths are 404', async () => {
+    const usage = async () => {
+      const { size_bytes, file_count } = (await t.request('GET', `/workspaces/${id}`)).body;
+      return { size_bytes, file_count };
+    };
+    const before = await usage();
     await put(id, 'gone/inner/x.txt', 'x');
+    await put(id, 'gone/y.txt', 'yy');
+    assert.deepEqual(await usage(), { size_bytes: before.size_bytes + 3, file_count: before.file_count + 4 });
     assert.equal((await rawRequest(t.url, 'DELETE', `/workspaces/${id}/files/gone`)).status, 200);
+    assert.deepEqual(await usage(), before);
     assert.equal((await get(id, 'gone/inner/x.txt')).status, 404);
     assert.equal((await rawRequest(t.url, 'DELETE', `/workspaces/${id}/files/gone`)).status, 404);
     assert.equal((await get(id, 'never-there')).status, 404);
+  });
+
+  it('the usage kept from each upload and delete is what a walk of the tree finds', async () => {
+    const kept = (await t.request('GET', `/workspaces/${id}`)).body;
+    // A run's end measures the tree by walking it.
+    await asRun(t, '', id, async () => undefined);
+    const walked = (await t.request('GET', `/workspaces/${id}`)).body;
+    assert.deepEqual([walked.size_bytes, walked.file_count], [kept.size_bytes, kept.file_count]);
   });
 });
 

@@ -94,10 +94,13 @@ export function chunkedUpload(url: string, path: string, headers: Record<string,
 }
 
 /**
- * What is left mounted or attached below `dir` once the kernel has had a moment: a loop device is detached
- * after its last unmount, and this kernel does that asynchronously, so one may still be listed just after.
+ * What is left mounted or attached below `dir` once the kernel has had a moment. A loop device is detached
+ * after the last unmount of its file system, asynchronously on this kernel (listed for a moment after the
+ * stop), and not before every mount namespace that copied the mount has let go of it: the host's mounts are
+ * private here, so a namespace another process creates meanwhile (a container being set up, a build
+ * sandbox) holds its copy for a while (seen: more than 3 s, gone later, with nothing mounted in Berth's).
  */
-export async function leftAfterStop(dir: string, withinMs = 3_000): Promise<{ mounts: string[]; loops: string[] }> {
+export async function leftAfterStop(dir: string, withinMs = 15_000): Promise<{ mounts: string[]; loops: string[] }> {
   const deadline = Date.now() + withinMs;
   for (;;) {
     const left = await mountsAndLoopsOf(dir);

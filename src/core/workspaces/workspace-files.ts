@@ -21,6 +21,8 @@ export interface FilesWorkspace {
   readonly maxFiles: number;
   readonly fileOwner: { readonly uid: number; readonly gid: number };
   readonly fileCount: number;
+  /** Reports what a write changed, so the tree need not be walked afterwards (OpenWorkspace.adjustUsage). */
+  readonly adjustUsage?: (bytes: number, files: number) => void;
 }
 
 export interface DirectoryEntry {
@@ -153,6 +155,7 @@ export async function writeFile(ws: FilesWorkspace, path: WorkspacePath, body: R
     }
     await makeParents(ws, path, created);
     await rename(staged, target);
+    ws.adjustUsage?.(size - (existing?.size ?? 0), added);
     return { size };
   } catch (error) {
     await rm(staged, { force: true });
@@ -167,12 +170,19 @@ export async function deleteEntry(ws: FilesWorkspace, path: WorkspacePath): Prom
   const target = hostPath(ws, path);
   const existing = await lstatOrUndefined(target, path);
   if (!existing) throw errors.notFound(`file ${path.text}`);
+  let removed = { bytes: existing.isFile() || existing.isSymbolicLink() ? existing.size : 0, files: 1 };
   try {
+    if (existing.isDirectory()) removed = addUsage(removed, await treeUsage(target));
     // rm never follows links: it unlinks them (and on the view no path through one resolves at all).
     await rm(target, { recursive: existing.isDirectory(), force: false });
   } catch (error) {
     throw translate(error, path);
   }
+  ws.adjustUsage?.(-removed.bytes, -removed.files);
+}
+
+function addUsage(a: { bytes: number; files: number }, b: { bytes: number; files: number }): { bytes: number; files: number } {
+  return { bytes: a.bytes + b.bytes, files: a.files + b.files };
 }
 
 function hostPath(ws: FilesWorkspace, path: WorkspacePath): string {
