@@ -149,6 +149,16 @@ describe('workspaces from a remote caller', { timeout: 600_000 }, () => {
     assert.match((await berth('run', '--workspace', workspace, 'run: cat test.js')).stdout, /add\(2, 3\)/);
   });
 
+  it('an agent spawned with --workspace holds it: rm is refused until the agent is gone', async () => {
+    const agent = JSON.parse((await berth('agents', 'spawn', '--workspace', workspace, '--output', 'json')).stdout);
+    try {
+      assert.equal(JSON.parse((await berth('workspaces', 'show', workspace, '--output', 'json')).stdout).in_use, true);
+      await assert.rejects(berth('workspaces', 'rm', workspace), /\(HTTP 409\)/);
+    } finally {
+      await berth('agents', 'rm', agent.id);
+    }
+  });
+
   it('berth workspaces lists it; rm deletes it', async () => {
     const { stdout } = await berth('workspaces', 'ls', '--output', 'json');
     assert.ok((JSON.parse(stdout).workspaces as { id: string }[]).some((w) => w.id === workspace));

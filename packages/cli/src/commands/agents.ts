@@ -8,6 +8,7 @@ import { shortTime, styled } from '../output.js';
 interface SpawnOptions {
   readonly prompt?: string;
   readonly workdir?: string;
+  readonly workspace?: string;
   readonly model?: string;
   /** Seconds, or false for --no-idle-timeout. */
   readonly idleTimeout?: number | false;
@@ -21,6 +22,7 @@ export function agentsCommand(contextOf: ContextOf): Command {
     .description('start an agent (then: berth agents chat <id>)')
     .option('-p, --prompt <text>', 'a first turn, sent as soon as the agent is ready')
     .option('-w, --workdir <path>', 'working directory inside the container (default /workspace)')
+    .option('--workspace <id>', 'mount this workspace (berth push) read-write at the working directory; held while the agent lives')
     .option('-m, --model <model>', 'model name or alias, e.g. sonnet')
     .option('--idle-timeout <seconds>', "stop the agent after this long without a turn (default: the server's)", parseCount)
     .option('--no-idle-timeout', 'keep the agent until it is removed')
@@ -29,6 +31,7 @@ export function agentsCommand(contextOf: ContextOf): Command {
       const agent = await context.berth.agents.spawn({
         ...(options.prompt !== undefined ? { prompt: options.prompt } : {}),
         ...(options.workdir !== undefined ? { workdir: options.workdir } : {}),
+        ...(options.workspace !== undefined ? { workspace: options.workspace } : {}),
         ...(options.model !== undefined ? { engine: { model: options.model } } : {}),
         ...(typeof options.idleTimeout === 'number' ? { idle_timeout_seconds: options.idleTimeout } : {}),
         ...(options.idleTimeout === false ? { disable_idle_timeout: true } : {}),
