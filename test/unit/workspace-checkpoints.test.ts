@@ -81,3 +81,24 @@ test('a checkpoint of 1,000 small files takes a fraction of a second (bounded at
     await ws.cleanup();
   }
 });
+
+test('content is taken from an earlier checkpoint only for files unchanged since (a rewrite with the same size and mtime is read again)', async () => {
+  const ws = await workspace();
+  try {
+    await writeFile(join(ws.tree, 'same.txt'), 'same\n');
+    await writeFile(join(ws.tree, 'sneaky.txt'), 'aaaa\n');
+    const { utimes } = await import('node:fs/promises');
+    await utimes(join(ws.tree, 'sneaky.txt'), 1_000_000, 1_000_000); // whole seconds: set back exactly below
+    await takeCheckpoint(ws, 'upload', { diffMaxFileBytes: 1024 });
+    await writeFile(join(ws.tree, 'sneaky.txt'), 'bbbb\n');
+    await utimes(join(ws.tree, 'sneaky.txt'), 1_000_000, 1_000_000); // mtime put back; ctime cannot be
+    await takeCheckpoint(ws, 'last_run', { diffMaxFileBytes: 1024 });
+    const checkpoint = await readCheckpoint(ws, 'last_run');
+    assert.ok(checkpoint);
+    assert.equal((await checkpoint.readContent(checkpoint.entries.get('sneaky.txt')!))?.toString(), 'bbbb\n');
+    assert.equal((await checkpoint.readContent(checkpoint.entries.get('same.txt')!))?.toString(), 'same\n');
+    await checkpoint.close();
+  } finally {
+    await ws.cleanup();
+  }
+});
