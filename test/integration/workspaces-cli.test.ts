@@ -239,6 +239,16 @@ describe('workspaces from a remote caller', { timeout: 600_000 }, () => {
       assert.equal(await readFile(join(back, 'src', 'main.txt'), 'utf8'), 'two\n');
     });
 
+    it("a session started without a workspace has its own, listed with the caller's (the console finds it there)", async () => {
+      const { session_id } = await sdk.run({ prompt: 'run: echo kept > kept.txt' });
+      const own = (await sdk.workspaces.list()).workspaces.find((w) => w.sessions.includes(session_id));
+      assert.ok(own, 'listed');
+      assert.equal(own.owner_session, session_id);
+      assert.equal((await collect(await sdk.workspaces.download(own.id, 'kept.txt'))).toString(), 'kept\n');
+      await sdk.sessions.delete(session_id);
+      await assert.rejects(sdk.workspaces.get(own.id), (error: unknown) => error instanceof BerthError && error.status === 404);
+    });
+
     it("another caller's SDK gets 404 for the workspace and its files", async () => {
       const eve = new Berth({ url: t.url, apiToken: OTHER_TOKEN });
       for (const call of [() => eve.workspaces.get(id), () => eve.workspaces.files(id), () => eve.workspaces.download(id, 'notes/a.txt'), () => eve.workspaces.upload(id, 'x', 'x')]) {
