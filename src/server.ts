@@ -22,7 +22,7 @@ import { NetworkIsolation } from './runtime/podman/network-isolation.js';
 import { prepareEngineImage } from './core/runs/engine-image.js';
 import { withTranslatedErrors } from './core/runtime-errors.js';
 import { VolumeStaging } from './runtime/volume-staging.js';
-import { LoopDisks } from './runtime/run-disk.js';
+import { LoopDisks, unshareMountsBelow } from './runtime/run-disk.js';
 import { removeLeftoverBuilds, stopBuilds } from './runtime/podman/rootless-build.js';
 import { StackDisks } from './runtime/stack-disk.js';
 import { reapLeftovers } from './core/reaper.js';
@@ -166,6 +166,8 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
         logger.warn({ sessionId, reasons }, 'transcripts a run left were not kept in its session (links, not regular files, or over SERVICE_SESSIONS_MAX_BYTES)'),
     });
     await sessions.init(liveRuns);
+    // Last of all (cleanups run in reverse): the run disks' shared parent, once no disk is left below it.
+    if (noDisks === undefined) cleanups.push(() => unshareMountsBelow(join(sessions.dir, '.runs')));
 
     // Workspaces: one file system each (runtime/workspace-disks.ts), indexed in workspaces.db; the index and
     // the disks are reconciled before anything uses them, and unused ones are swept every minute.

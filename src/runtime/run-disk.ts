@@ -36,6 +36,8 @@ export interface RunDisks {
   create(mountPoint: string, bytes: number, options?: DiskOptions): Promise<void>;
   /** Unmounts the disk at `mountPoint` (if mounted) and removes its image; the mount point stays. Idempotent. */
   release(mountPoint: string): Promise<void>;
+  /** At start: disks mounted below `dir` from now on are unmounted everywhere at release (shareMountsBelow). */
+  shareBelow?(dir: string): Promise<void>;
 }
 
 export interface DiskOptions {
@@ -101,6 +103,38 @@ export class LoopDisks implements RunDisks {
     if (await isMountPoint(mountPoint)) await unmount(mountPoint);
     await rm(`${mountPoint}${DISK_IMAGE_SUFFIX}`, { force: true });
   }
+
+  shareBelow(dir: string): Promise<void> {
+    return shareMountsBelow(dir);
+  }
+}
+
+/**
+ * Makes `dir` a shared mount (a bind of itself), so that an unmount below it reaches every copy of the mount.
+ *
+ * Why: every container's conmon runs in a mount namespace of its own, copied from the host's when it starts,
+ * and such a copy holds every file system mounted at that moment, the disks of runs and workspaces included.
+ * Below a private parent (`/` is private here) Berth's later unmount does not reach the copy, so the file
+ * system, its loop device and a removed image's space stay taken until that container ends, which for a
+ * persistent agent may be days (seen: workspace disks of finished tests still attached, held by the conmon
+ * of another test's pooled engine). Below a shared parent the copies are peers: the unmount reaches them and
+ * the loop device is freed at once. Nothing is done when `dir` has mounts below it but is no mount itself
+ * (disks a previous process left for runs it follows): binding over them would hide them.
+ */
+export async function shareMountsBelow(dir: string): Promise<void> {
+  const mounted = await mountPoints();
+  if (!mounted.has(dir)) {
+    if ([...mounted].some((path) => path.startsWith(`${dir}/`))) return;
+    await run('mount', ['--bind', dir, dir]);
+  }
+  await run('mount', ['--make-shared', dir]);
+}
+
+/** At stop: undoes shareMountsBelow when nothing is mounted below `dir` any more; kept for the next start otherwise. */
+export async function unshareMountsBelow(dir: string): Promise<void> {
+  const mounted = await mountPoints();
+  if (!mounted.has(dir) || [...mounted].some((path) => path.startsWith(`${dir}/`))) return;
+  await unmount(dir);
 }
 
 /** Unmounts `mountPoint`; a busy one is detached (lazily unmounted) instead. */

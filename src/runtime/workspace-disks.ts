@@ -14,7 +14,7 @@ import { execFile } from 'node:child_process';
 import { chmod, chown, mkdir, readdir, rmdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { DISK_IMAGE_SUFFIX, mountPoints, unmount, type RunDisks } from './run-disk.js';
+import { DISK_IMAGE_SUFFIX, mountPoints, shareMountsBelow, unmount, unshareMountsBelow, type RunDisks } from './run-disk.js';
 
 const run = promisify(execFile);
 
@@ -91,6 +91,8 @@ export class WorkspaceDisks {
     const left = [...(await mountPoints())].filter((path) => path.startsWith(prefix)).sort((a, b) => b.length - a.length);
     for (const path of left) await unmount(path).catch((error: unknown) => this.settings.log?.({ err: error, path }, 'could not unmount a workspace disk left by a previous process'));
     if (left.length > 0) this.settings.log?.({ mounts: left.length }, 'unmounted workspace disks a previous process left');
+    // A disk's unmount then also reaches the copies other processes' mount namespaces hold (run-disk.ts).
+    await shareMountsBelow(this.settings.dir);
   }
 
   /** Makes a new workspace's disk with its layout and returns it mounted (one reference). */
@@ -202,6 +204,7 @@ export class WorkspaceDisks {
       this.mounts.delete(id);
       await this.unmountBoth(id).catch((error: unknown) => this.settings.log?.({ err: error, workspace: id }, 'could not unmount a workspace disk'));
     }
+    await unshareMountsBelow(this.settings.dir).catch((error: unknown) => this.settings.log?.({ err: error }, 'could not unmount the workspaces directory'));
   }
 
   private handle(id: string, state: MountState): MountedDisk {

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { startTestBerth, type TestBerth } from '../support/berth.js';
 import { RunConfigDirs } from '../../src/core/sessions/run-config-dirs.js';
-import { LoopDisks } from '../../src/runtime/run-disk.js';
+import { LoopDisks, unshareMountsBelow } from '../../src/runtime/run-disk.js';
 
 const exec = promisify(execFile);
 const GIB = 1024 ** 3;
@@ -62,7 +62,9 @@ describe('bounded disk', () => {
     }, 100);
     let run;
     try {
-      run = await t.request('POST', '/run', { prompt: [...fill, ...elsewhere].join('\n'), container: { disk: '1g', memory: '256m', timeout: '5m' } });
+      // Without persistence: no workspace at the workdir (a session's workspace is a disk of its own,
+      // bounded by SERVICE_WORKSPACE_MAX_BYTES: workspace-disks.test.ts), so the workdir is on the run's disk.
+      run = await t.request('POST', '/run', { prompt: [...fill, ...elsewhere].join('\n'), engine: { no_persistence: true }, container: { disk: '1g', memory: '256m', timeout: '5m' } });
     } finally {
       clearInterval(sampling);
     }
@@ -87,8 +89,8 @@ describe('bounded disk', () => {
     const ok = await t.request('POST', '/run', { prompt: 'run: echo hello > /workspace/a && cat /workspace/a && df -m /workspace | tail -1' });
     assert.equal(ok.status, 200, JSON.stringify(ok.body));
     assert.match(ok.body.output, /hello/);
-    // The default 2g disk is the file system the workdir is on.
-    assert.match(ok.body.output, /\s20\d\d\s/);
+    // The workdir is the session's own workspace: a file system of SERVICE_WORKSPACE_MAX_BYTES (default 2g).
+    assert.match(ok.body.output, /\s(19|20)\d\d\s/);
     for (const disk of ['5g', '1.5g', 'lots', '1m']) {
       const refused = await t.request('POST', '/run', { prompt: 'say: hi', container: { disk } });
       assert.equal(refused.status, 400, disk);
@@ -122,16 +124,19 @@ describe('bounded disk', () => {
       // The process dies here: nothing is released. The next one starts and follows run-followed again.
       const next = new RunConfigDirs(runs, runs, 1024 * 1024, new LoopDisks());
       await next.init(new Set(['run-followed']));
-      assert.deepEqual(await disksOf(root), { mounts: [join(runs, 'run-followed')], loops: [join(runs, 'run-followed.disk')] });
+      // `.runs` itself is a shared bind of itself (runtime/run-disk.ts shareMountsBelow), kept while a disk is below it.
+      assert.deepEqual(await disksOf(root), { mounts: [runs, join(runs, 'run-followed')], loops: [join(runs, 'run-followed.disk')] });
       assert.deepEqual((await readdir(runs)).sort(), ['run-followed', 'run-followed.disk']);
       const followed = await next.existing('run-followed', '-workspace', undefined);
       assert.ok(followed?.writable, 'a followed run keeps its disk');
       await next.remove(followed);
+      await unshareMountsBelow(runs);
       assert.deepEqual(await disksOf(root), { mounts: [], loops: [] });
       assert.deepEqual(await readdir(runs), []);
     } finally {
       // Whatever an assertion above left mounted goes first, so that the failure shown is the assertion's.
       for (const name of ['run-left', 'run-followed']) await new LoopDisks().release(join(runs, name)).catch(() => undefined);
+      await unshareMountsBelow(runs).catch(() => undefined);
       await rm(root, { recursive: true, force: true });
     }
   });

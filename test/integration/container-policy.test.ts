@@ -40,6 +40,8 @@ const SETTINGS = {
   SERVICE_AGENT_DEFAULT_CPUS: '1',
   SERVICE_AGENT_PIDS_LIMIT: '512',
   SERVICE_AGENT_DEFAULT_DISK: '1g',
+  // A run's workdir is its session's workspace, a file system of this size (docs/workspaces.md).
+  SERVICE_WORKSPACE_MAX_BYTES: '1g',
   // The same bound for every kind: a stack's services write only to their stack's disk, a build only to its sandbox's.
   SERVICE_COMPOSE_STACK_DISK: '1g',
   SERVICE_COMPOSE_BUILD_DISK: '1g',

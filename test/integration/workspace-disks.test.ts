@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { randomUUID } from 'node:crypto';
-import { LoopDisks, mountPoints } from '../../src/runtime/run-disk.js';
+import { LoopDisks, mountPoints, unshareMountsBelow } from '../../src/runtime/run-disk.js';
 import { WorkspaceDisks, bindTree, unbindTree, workspaceInodes } from '../../src/runtime/workspace-disks.js';
 import { removeTestDir } from '../support/test-dir.js';
 import { leftAfterStop } from '../support/workspaces.js';
@@ -29,6 +29,8 @@ before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'berth-test-disks-'));
 });
 after(async () => {
+  // What the last instance's close() does: the directory's shared bind of itself goes once nothing is below it.
+  await unshareMountsBelow(join(dir, '.workspaces'));
   const left = await leftAfterStop(dir);
   await removeTestDir(dir);
   assert.deepEqual(left, { mounts: [], loops: [] });

@@ -7,7 +7,9 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { metric, poolReady, startTestBerth, type TestBerth } from '../support/berth.js';
-import { waitForStatus } from '../support/agents.js';
+import { follow, turnEnded, waitForStatus } from '../support/agents.js';
+import { serviceProcess, type ServiceProcess } from '../support/service-process.js';
+import { waitFor } from '../support/wait.js';
 
 /** Mounts left at a run disk's workdir (a workspace bound there and never taken away). */
 async function workdirBinds(t: TestBerth): Promise<string[]> {
@@ -171,5 +173,50 @@ describe('workspaces of sessions, forks, agents and concurrent runs', () => {
     assert.equal(run.status, 409, JSON.stringify(run.body));
     assert.equal((await t.request('DELETE', `/agents/${spawned.body.id}`)).status, 204);
     assert.equal((await t.request('DELETE', `/workspaces/${workspace}`)).status, 200);
+  });
+});
+
+describe('an agent\'s workspace across a restart', { timeout: 300_000 }, () => {
+  let svc: ServiceProcess;
+  before(async () => {
+    svc = await serviceProcess({ SERVICE_POOL_SIZE: '0', SERVICE_AGENT_POOL_SIZE: '0' });
+  });
+  after(async () => {
+    await svc?.dispose();
+  });
+
+  /** Binds left at a run disk's workdir of the service's directory. */
+  const binds = async () => {
+    const table = await readFile('/proc/self/mountinfo', 'utf8');
+    return table.split('\n').map((line) => line.split(' ')[4] ?? '').filter((path) => path.startsWith(`${svc.dir}/`) && path.endsWith('/.berth-writable/workdir'));
+  };
+
+  it('an agent followed again after a kill -9 holds its workspace again, works in it, and gives it back when deleted', async () => {
+    await svc.start();
+    const workspace = (await svc.api('POST', '/workspaces', {})).body.id as string;
+    const { body: agent } = await svc.api('POST', '/agents', { workspace, prompt: 'run: echo before > note.txt' });
+    await waitFor('the agent idle after its first turn', async () => {
+      const snapshot = (await svc.api('GET', `/agents/${agent.id}`)).body;
+      return snapshot.status === 'idle' && snapshot.turns_completed === 1 ? snapshot : undefined;
+    });
+    await svc.signal('SIGKILL');
+    await svc.start();
+    const held = await svc.api('GET', `/workspaces/${workspace}`);
+    assert.equal(held.body.in_use, true, 'held again for the agent it follows');
+    assert.equal((await svc.api('DELETE', `/workspaces/${workspace}`)).status, 409);
+    const stream = follow(`${svc.url()}/agents/${agent.id}/stream`);
+    await stream.ready;
+    const sent = await svc.api('POST', `/agents/${agent.id}/send`, { prompt: 'run: cat note.txt && echo after >> note.txt' });
+    assert.equal(sent.status, 200, JSON.stringify(sent.body));
+    await waitFor('the turn to end', async () => turnEnded(sent.body.turn_id)(stream.frames) || undefined, 60_000, 50);
+    stream.stop();
+    assert.match(stream.frames.filter((f) => f.event === 'output').map((f) => String(f.data.content)).join('\n'), /before/);
+    assert.equal((await svc.api('DELETE', `/agents/${agent.id}`)).status, 204);
+    assert.deepEqual(await binds(), [], 'the bind went with the agent');
+    const file = await fetch(`${svc.url()}/workspaces/${workspace}/files/note.txt`);
+    assert.equal(await file.text(), 'before\nafter\n');
+    assert.equal((await svc.api('DELETE', `/workspaces/${workspace}`)).status, 200);
+    await svc.signal('SIGTERM');
+    assert.deepEqual(svc.containers(), []);
   });
 });

@@ -74,6 +74,8 @@ export class RunConfigDirs {
       // An image whose mount point is gone (a crash between making the image and mounting it).
       if (name.endsWith(DISK_IMAGE_SUFFIX) && !keep.has(name.slice(0, -DISK_IMAGE_SUFFIX.length))) await rm(join(this.root, name), { force: true });
     }
+    // Run disks are unmounted everywhere at their release, also from other processes' copies of the mounts.
+    await this.disks?.shareBelow?.(this.root);
   }
 
   /**
