@@ -111,7 +111,7 @@ export function createMetrics(): Metrics {
     }),
     poolMisses: new Counter({
       name: `${PREFIX}pool_misses_total`,
-      help: 'Runs and agents that did not take a pre-started engine, by reason (session, image, workdir, volumes, secrets, limits, lifecycle, environment, engine_options, empty, stale).',
+      help: 'Runs and agents that did not take a pre-started engine, by reason (session, image, workdir, volumes, secrets, limits, lifecycle, environment, engine_options, workspace, empty, stale).',
       labelNames: ['pool', 'reason'],
       registers,
     }),

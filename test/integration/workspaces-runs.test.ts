@@ -93,6 +93,20 @@ for (const poolSize of [1, 0]) {
       assert.equal(again.status, 200, JSON.stringify(again.body));
       assert.match(again.body.output, /result/);
     });
+
+    if (poolSize > 0) {
+      it('a workspace with the engine\'s project files (CLAUDE.md) gets an engine started for it, not a pooled one', async () => {
+        const workspace = await newWorkspace(t);
+        await upload(t, workspace, 'CLAUDE.md', 'Project instructions.');
+        await poolReady(t, 1);
+        const [hitsBefore, missesBefore] = [await hits(t), await metric(t, 'berth_pool_misses_total{pool="run",reason="workspace"}')];
+        const run = await t.request('POST', '/run', { prompt: 'run: cat CLAUDE.md', workspace });
+        assert.equal(run.status, 200, JSON.stringify(run.body));
+        assert.match(run.body.output, /Project instructions/);
+        assert.equal(await hits(t), hitsBefore);
+        assert.equal(await metric(t, 'berth_pool_misses_total{pool="run",reason="workspace"}'), missesBefore + 1);
+      });
+    }
   });
 }
 

@@ -3,6 +3,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { BerthError, errors } from '../../src/errors.js';
 import { RunWorkspaces, type RunWorkspacePort } from '../../src/core/runs/run-workspace.js';
 import type { WorkdirBinder } from '../../src/runtime/workdir-binds.js';
@@ -14,7 +17,7 @@ const OWNER = 'alice';
 const GIVEN = '11111111-1111-4111-8111-111111111111';
 const TARGET = '/sessions/.runs/run-1/.berth-writable/workdir';
 
-function world(options: { busy?: boolean; links?: Record<string, { id: string; owned: boolean }> } = {}) {
+function world(options: { busy?: boolean; links?: Record<string, { id: string; owned: boolean }>; tree?: string } = {}) {
   const events: string[] = [];
   const links = new Map(Object.entries(options.links ?? {}));
   const sessionsAlive = new Set<string>();
@@ -37,6 +40,7 @@ function world(options: { busy?: boolean; links?: Record<string, { id: string; o
     },
     holder: () => undefined,
     settleInBackground: () => undefined,
+    withFiles: async (_owner, id, _mode, fn) => fn({ tree: options.tree ?? `/nonexistent/${id}/tree` } as never),
     settled: async () => undefined,
     sessionWorkspace: async (sessionId) => links.get(sessionId),
     linkSession: async (sessionId, id, owned) => {
@@ -147,6 +151,24 @@ describe('RunWorkspaces.attach', () => {
     await session.release();
     assert.equal(w.bound.size, 0);
     assert.deepEqual(w.events.slice(1), ['unbind', `lease release ${GIVEN}`, 'session release']);
+  });
+});
+
+describe('RunWorkspaces.check', () => {
+  it('says when a named workspace holds the engine\'s own project files (a pooled engine started without them)', async () => {
+    const tree = await mkdtemp(join(tmpdir(), 'berth-check-'));
+    try {
+      const w = world({ tree });
+      assert.deepEqual(await w.runWorkspaces.check({ kind: 'given', id: GIVEN }, OWNER), { configuresEngine: false });
+      await writeFile(join(tree, 'README.md'), 'x');
+      assert.deepEqual(await w.runWorkspaces.check({ kind: 'given', id: GIVEN }, OWNER), { configuresEngine: false });
+      await writeFile(join(tree, 'CLAUDE.md'), 'project instructions');
+      assert.deepEqual(await w.runWorkspaces.check({ kind: 'given', id: GIVEN }, OWNER), { configuresEngine: true });
+      assert.deepEqual(await w.runWorkspaces.check({ kind: 'session' }, OWNER), { configuresEngine: false });
+      await assert.rejects(w.runWorkspaces.check({ kind: 'given', id: GIVEN }, 'mallory'), (error: unknown) => error instanceof BerthError && error.status === 404);
+    } finally {
+      await rm(tree, { recursive: true, force: true });
+    }
   });
 });
 

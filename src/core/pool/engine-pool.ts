@@ -194,14 +194,15 @@ export class EnginePool {
   }
 
   /**
-   * A pre-started engine for this run, or undefined (the miss is counted by reason). The engine's session
+   * A pre-started engine for this run, or undefined (the miss is counted by reason, `refused` when given). The engine's session
    * becomes the caller's (a run's is titled from its prompt). `imageId`: the id the run's image check found
    * for the plan's image, when it made one (saves asking Podman again).
    */
-  async claim(plan: RunPlan, owner: string, imageId?: string): Promise<PooledEngine | undefined> {
+  async claim(plan: RunPlan, owner: string, imageId?: string, refused?: MissReason): Promise<PooledEngine | undefined> {
     if (!this.enabled || this.closed) return undefined;
     const started = performance.now();
-    const reason = this.missReason(plan);
+    // `refused`: what the caller found that the plan does not show (a workspace with the engine's own settings).
+    const reason = refused ?? this.missReason(plan);
     if (reason !== undefined) return this.missed(reason);
     // Only a run waits for an engine being started: it answers at its result anyway, where POST /agents
     // answers at once with the agent `starting` when no engine is ready.

@@ -10,7 +10,7 @@
 import type { EnginePlan, RunPlan } from '../run-plan.js';
 
 export const MISS_REASONS = [
-  'session', 'image', 'workdir', 'volumes', 'secrets', 'limits', 'lifecycle', 'environment', 'engine_options', 'empty', 'stale',
+  'session', 'image', 'workdir', 'volumes', 'secrets', 'limits', 'lifecycle', 'environment', 'engine_options', 'workspace', 'empty', 'stale',
 ] as const;
 export type MissReason = (typeof MISS_REASONS)[number];
 

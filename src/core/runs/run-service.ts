@@ -25,7 +25,8 @@ import { RunSlot, type ContainerSlots } from './container-slots.js';
 import { ENGINE_BINARY } from '../../engine/layout.js';
 import { context, trace, type Span } from '@opentelemetry/api';
 import { endRunSpan, startRunSpan } from './run-tracing.js';
-import type { RunWorkspaces } from './run-workspace.js';
+import type { RunWorkspaces, WorkspaceCheck } from './run-workspace.js';
+import type { MissReason } from '../pool/pool-match.js';
 
 export type RunMode = 'sync' | 'async' | 'stream' | 'agent';
 
@@ -233,9 +234,9 @@ export class RunService {
         secretExists: (name) => this.deps.runtime.secretExists(name),
       });
       if (validated.webhookUrl !== undefined) await this.deps.webhookDestinations.check(validated.webhookUrl);
-      await this.checkWorkspace(validated, options.caller.owner);
       return validated;
     });
+    const workspace = await phases.measure('validate', () => this.checkWorkspace(plan, options.caller.owner));
     this.deps.engineAccess.current();
     const { engineBinary, imageId } = await phases.measure('image_check', async () => {
       const environment = plan.container.environment;
@@ -249,8 +250,9 @@ export class RunService {
       return { engineBinary: await this.deps.images.engineBinary(plan.container.image), imageId };
     });
     // A run like the default request takes a pre-started engine (and its session) when one is ready.
-    const pool = options.runId === undefined ? this.poolFor(options, slot, plan) : undefined;
-    const pooled = pool ? await phases.measure('claim', async () => pool.claim(plan, options.caller.owner, imageId)) : undefined;
+    const refused = workspace.configuresEngine ? 'workspace' : undefined;
+    const pool = options.runId === undefined ? this.poolFor(options, slot, plan, refused) : undefined;
+    const pooled = pool ? await phases.measure('claim', async () => pool.claim(plan, options.caller.owner, imageId, refused)) : undefined;
     if (pooled) {
       const attached = await this.attachWorkspace(plan, pooled.session, options, pooled.runId, phases, () => pooled.discard());
       phases.mark();
@@ -281,10 +283,10 @@ export class RunService {
   }
 
   /** A named workspace must be the caller's (404), and workspaces available on this Berth (503). */
-  private async checkWorkspace(plan: RunPlan, owner: string): Promise<void> {
-    if (plan.workspace.kind !== 'given') return;
+  private async checkWorkspace(plan: RunPlan, owner: string): Promise<WorkspaceCheck> {
+    if (plan.workspace.kind !== 'given') return { configuresEngine: false };
     if (!this.deps.workspaces) throw errors.runtimeUnavailable('workspaces are not available on this server');
-    await this.deps.workspaces.check(plan.workspace, owner);
+    return this.deps.workspaces.check(plan.workspace, owner);
   }
 
   /**
@@ -319,12 +321,12 @@ export class RunService {
    * for an async job only when it can take its container slot now (a pooled engine must not be held by a
    * job still waiting for one).
    */
-  private poolFor(options: AcceptOptions, slot: RunSlot, plan: RunPlan): EnginePool | undefined {
+  private poolFor(options: AcceptOptions, slot: RunSlot, plan: RunPlan, refused: MissReason | undefined): EnginePool | undefined {
     const pool = options.purpose === 'agent' ? this.deps.agentPool : this.deps.pool;
     if (!pool?.enabled) return undefined;
     if (options.slot !== 'later') return pool;
     // A miss is counted by claim(); an async job that cannot match keeps waiting for its slot as before.
-    if (!pool.matches(plan)) return pool;
+    if (refused !== undefined || !pool.matches(plan)) return pool;
     try {
       slot.take();
       return pool;

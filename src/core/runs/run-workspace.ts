@@ -9,6 +9,8 @@
 // receives the bind: runtime/podman/container-spec.ts). The session handed on releases, in this order, the
 // bind, the workspace and then the session itself, so every path that releases a session (success, failure,
 // timeout, OOM, cancel, disconnect, shutdown, an agent's exit, a restart's follow-up) gives the workspace back.
+import { lstat } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { errors } from '../../errors.js';
 import type { WorkspaceHolder, WorkspaceLease, WorkspaceService } from '../workspaces/workspace-service.js';
@@ -20,8 +22,21 @@ import type { PreparedSession } from '../sessions/session-store.js';
 export type RunWorkspacePort = Pick<
   WorkspaceService,
   | 'available' | 'get' | 'create' | 'acquire' | 'holder' | 'sessionWorkspace' | 'linkSession' | 'forkForSession' | 'removeForSession'
-  | 'settleInBackground' | 'settled'
+  | 'settleInBackground' | 'settled' | 'withFiles'
 >;
+
+/**
+ * Names at the top of a workdir that the engine reads when it starts (its project instructions, settings,
+ * hooks and MCP servers). A pooled engine started before its workspace was bound read them from an empty
+ * directory, so a run whose workspace has one of them takes an engine started for it instead.
+ */
+export const ENGINE_PROJECT_FILES = ['CLAUDE.md', 'CLAUDE.local.md', '.claude', '.mcp.json'] as const;
+
+/** What check() found out about a named workspace. */
+export interface WorkspaceCheck {
+  /** The workspace's tree has one of ENGINE_PROJECT_FILES at its top. */
+  readonly configuresEngine: boolean;
+}
 
 export interface RunWorkspacesDependencies {
   readonly workspaces: RunWorkspacePort;
@@ -46,10 +61,16 @@ export class RunWorkspaces {
    * (409) rather than after a pooled engine was claimed for nothing. A run answered before it ended is
    * waited for instead.
    */
-  async check(intent: WorkspaceIntent, owner: string): Promise<void> {
-    if (intent.kind !== 'given') return;
+  async check(intent: WorkspaceIntent, owner: string): Promise<WorkspaceCheck> {
+    if (intent.kind !== 'given') return { configuresEngine: false };
     await this.deps.workspaces.get(owner, intent.id);
     if (this.deps.workspaces.holder(intent.id) !== undefined) throw errors.workspaceBusy(intent.id);
+    // Through the nosymfollow view; lstat: a link of that name counts, it is never followed.
+    const configuresEngine = await this.deps.workspaces.withFiles(owner, intent.id, 'read', async (ws) => {
+      const found = await Promise.all(ENGINE_PROJECT_FILES.map((name) => lstat(join(ws.tree, name)).then(() => true, () => false)));
+      return found.includes(true);
+    });
+    return { configuresEngine };
   }
 
   /**
