@@ -18,6 +18,7 @@ const REPO = resolve(import.meta.dirname, '..', '..');
 const URL = 'http://127.0.0.1:8080';
 const MARKER = '<!-- newcomer-test: runs this block verbatim -->';
 const CLIENTS_MARKER = '<!-- newcomer-test: runs this block verbatim (clients) -->';
+const WORKSPACES_MARKER = '<!-- newcomer-test: runs this block verbatim (workspaces) -->';
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
 /** The environment of a new user's shell: none of Berth's settings, no Podman settings. */
@@ -119,6 +120,16 @@ describe('a newcomer: fresh clone, make up, the README commands, load, Ctrl-C', 
     // The tokens were kept for the next command, for this user only.
     const mode = (await exec('stat', ['-c', '%a', join(config, 'credentials.json')])).stdout.trim();
     assert.equal(mode, '600');
+  });
+
+  test('the README\'s workspace commands, run literally: push a directory, a run fixes a file, diff, pull', async () => {
+    const commands = await readmeCommands(await readFile(join(clone, 'README.md'), 'utf8'), WORKSPACES_MARKER);
+    // Signed in by the clients' block above, as the README says ("after npx berth login above").
+    const config = join(work, 'berth-config');
+    const { stdout } = await exec('bash', ['-ec', commands], { cwd: clone, env: { ...newcomerEnvironment(), BERTH_CONFIG_DIR: config }, timeout: 180_000 });
+    assert.match(stdout, /^\+exports\.add = \(a, b\) => a \+ b;$/m, stdout);
+    assert.match(stdout, /^-exports\.add = \(a, b\) => a - b;$/m, stdout);
+    assert.equal(stdout.trim().split('\n').at(-1), 'exports.add = (a, b) => a + b;', stdout);
   });
 
   test('the web console: sign in with the API token, spawn an agent and chat with it', async () => {
