@@ -237,7 +237,7 @@ describe('the web console in headless Chromium, on a Berth with authentication',
       const answer = await fetch(`${t.url}/workspaces/${id}/files/${encodeURIComponent(path)}`, {
         method: 'PUT',
         headers: { authorization: `Bearer ${tokens.access_token}`, 'content-type': 'application/octet-stream' },
-        body,
+        body: typeof body === 'string' ? body : new Uint8Array(body),
       });
       assert.equal(answer.status, 201, await answer.text());
     };
