@@ -20,3 +20,16 @@ test('the blob count says what is known: blobs started, then every blob copied',
   assert.equal(blobCount(3, 3), '3/3 blobs copied');
   assert.equal(blobCount(1, 1), '1/1 blob copied');
 });
+
+test('on a terminal the full bar is drawn again below the last lines, also when they came after it was full', async () => {
+  let written = '';
+  const stream = { isTTY: true, columns: 200, rows: 50, write: (text: string) => ((written += text), true), on: () => stream, removeListener: () => stream } as unknown as NodeJS.WriteStream;
+  const bar = new PullBar('r.test/team/app:1', stream);
+  bar.progress({ phase: 'progress', image: 'r.test/team/app:1', elapsed_ms: 9, message: 'Copying config sha256:ccc', blobs_started: 1, blobs_done: 1 });
+  // A frame draws the full bar; the pull's last lines come within the same second.
+  await new Promise((resolve) => setTimeout(resolve, 250));
+  bar.progress({ phase: 'progress', image: 'r.test/team/app:1', elapsed_ms: 20, message: 'Storing signatures', blobs_started: 1, blobs_done: 1 });
+  bar.done();
+  const afterLastLine = written.slice(written.lastIndexOf('Storing signatures'));
+  assert.match(afterLastLine, /pulling r\.test\/team\/app:1 \[={30}\] 1\/1 blob copied/);
+});

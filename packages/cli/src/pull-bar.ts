@@ -29,6 +29,10 @@ export class PullBar {
       formatBar: (progress) => (progress >= 1 || this.copied ? '='.repeat(WIDTH) : this.pulse()),
       hideCursor: true,
       clearOnComplete: false,
+      // Logging a line clears the bar's line, and cli-progress redraws a bar only when its text changed: a
+      // pull whose last lines came after the bar was already full (within the same second) left a blank
+      // line where the full bar belonged. Redrawn on every frame, the bar is always back below the lines.
+      forceRedraw: true,
       stream,
     };
     this.bars = new MultiBar(options);
