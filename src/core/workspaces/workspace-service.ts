@@ -10,6 +10,7 @@ import { errors } from '../../errors.js';
 import type { SessionLink, WorkspaceRecord, WorkspaceSource, WorkspaceStore } from '../../store/workspaces/workspace-store.js';
 import { takeCheckpoint as takeCheckpointOnDisk } from './checkpoints.js';
 import { treeUsage } from './workspace-files.js';
+import { translatingFullDisk } from './index-errors.js';
 
 export type { WorkspaceRecord, WorkspaceSource } from '../../store/workspaces/workspace-store.js';
 
@@ -132,7 +133,11 @@ export class WorkspaceService {
   private readonly settings: WorkspaceSettings;
   private readonly now: () => number;
 
+  /** The index, its full-disk failures answered as 503 (index-errors.ts). */
+  private readonly store: WorkspaceStore;
+
   constructor(private readonly options: WorkspaceServiceOptions) {
+    this.store = translatingFullDisk(options.store);
     this.settings = options.settings;
     this.now = options.now ?? Date.now;
   }
@@ -151,12 +156,12 @@ export class WorkspaceService {
   async init(): Promise<void> {
     const disks = this.options.disks;
     if (!disks) return;
-    const known = new Set(await this.options.store.ids());
+    const known = new Set(await this.store.ids());
     const present = new Set(await disks.list());
     for (const id of known) {
       if (present.has(id)) continue;
       this.options.log?.({ workspace: id }, 'workspace has no disk (removed outside Berth?): dropped from the index');
-      await this.options.store.delete(id);
+      await this.store.delete(id);
     }
     for (const id of present) {
       if (known.has(id)) continue;
@@ -191,7 +196,7 @@ export class WorkspaceService {
 
   async list(owner: string): Promise<WorkspaceView[]> {
     this.disks();
-    const records = await this.options.store.listByOwner(owner);
+    const records = await this.store.listByOwner(owner);
     return Promise.all(records.filter((record) => !this.deleting.has(record.id)).map((record) => this.view(record)));
   }
 
@@ -224,7 +229,7 @@ export class WorkspaceService {
         } finally {
           const counted = succeeded ? reported : undefined;
           await (counted
-            ? this.options.store.update(id, { sizeBytes: Math.max(0, current.sizeBytes + counted.bytes), fileCount: Math.max(0, current.fileCount + counted.files) })
+            ? this.store.update(id, { sizeBytes: Math.max(0, current.sizeBytes + counted.bytes), fileCount: Math.max(0, current.fileCount + counted.files) })
             : this.measure(ws)
           ).catch((error: unknown) => this.options.log?.({ err: error, workspace: id }, 'could not measure a workspace'));
         }
@@ -251,7 +256,7 @@ export class WorkspaceService {
       disk = await this.disks().open(id);
       const ws = this.openWorkspace(record, disk);
       await this.checkpoint(ws, 'last_run');
-      await this.options.store.update(id, { lastUsedAt: this.isoNow(), runCheckpointAt: this.isoNow() });
+      await this.store.update(id, { lastUsedAt: this.isoNow(), runCheckpointAt: this.isoNow() });
     } catch (error) {
       disk?.release();
       this.leases.delete(id);
@@ -266,7 +271,7 @@ export class WorkspaceService {
         released ??= (async () => {
           try {
             await this.measure(this.openWorkspace(record, mounted));
-            await this.options.store.update(id, { lastUsedAt: this.isoNow() });
+            await this.store.update(id, { lastUsedAt: this.isoNow() });
           } catch (error) {
             this.options.log?.({ err: error, workspace: id }, 'could not measure a workspace after its run');
           } finally {
@@ -285,9 +290,9 @@ export class WorkspaceService {
    */
   async checkpointUpload(ws: OpenWorkspace): Promise<void> {
     await this.checkpoint(ws, 'upload');
-    const record = await this.options.store.get(ws.id);
+    const record = await this.store.get(ws.id);
     // An empty workspace filled by an archive is an uploaded one from now on.
-    await this.options.store.update(ws.id, { uploadCheckpointAt: this.isoNow(), ...(record?.source === 'empty' ? { source: 'upload' as const } : {}) });
+    await this.store.update(ws.id, { uploadCheckpointAt: this.isoNow(), ...(record?.source === 'empty' ? { source: 'upload' as const } : {}) });
   }
 
   /** Who holds the workspace now, if anyone. */
@@ -297,7 +302,7 @@ export class WorkspaceService {
 
   async sessionWorkspace(sessionId: string): Promise<{ id: string; owned: boolean } | undefined> {
     if (!this.available) return undefined;
-    const link = await this.options.store.linkOf(sessionId);
+    const link = await this.store.linkOf(sessionId);
     if (link === undefined || this.deleting.has(link.workspaceId)) return undefined;
     return { id: link.workspaceId, owned: link.owned };
   }
@@ -305,8 +310,8 @@ export class WorkspaceService {
   async linkSession(sessionId: string, workspaceId: string, owned: boolean): Promise<void> {
     this.disks();
     const link: SessionLink = { sessionId, workspaceId, owned };
-    await this.options.store.link(link);
-    await this.options.store.update(workspaceId, { lastUsedAt: this.isoNow() });
+    await this.store.link(link);
+    await this.store.update(workspaceId, { lastUsedAt: this.isoNow() });
   }
 
   async forkForSession(owner: string, fromWorkspaceId: string, newSessionId: string): Promise<string> {
@@ -332,19 +337,19 @@ export class WorkspaceService {
 
   async removeForSession(sessionId: string): Promise<void> {
     if (!this.available) return;
-    const link = await this.options.store.linkOf(sessionId);
+    const link = await this.store.linkOf(sessionId);
     if (link === undefined) return;
-    const record = await this.options.store.get(link.workspaceId);
+    const record = await this.store.get(link.workspaceId);
     if (link.owned && record?.ownedBySession === sessionId) {
       await this.remove(record.id);
       return;
     }
-    await this.options.store.unlink(sessionId);
+    await this.store.unlink(sessionId);
   }
 
   async sweep(nowMs: number): Promise<void> {
     if (!this.available) return;
-    const stale = await this.options.store.unusedSince(new Date(nowMs - this.settings.ttlMs).toISOString());
+    const stale = await this.store.unusedSince(new Date(nowMs - this.settings.ttlMs).toISOString());
     for (const record of stale) {
       if (this.leases.has(record.id) || (this.writers.get(record.id) ?? 0) > 0 || this.deleting.has(record.id)) continue;
       await this.remove(record.id).then(
@@ -358,7 +363,7 @@ export class WorkspaceService {
     const disks = this.disks();
     const counted = ownedBySession === undefined;
     if (counted) {
-      const existing = (await this.options.store.countCallerOwned(owner)) + (this.creating.get(owner) ?? 0);
+      const existing = (await this.store.countCallerOwned(owner)) + (this.creating.get(owner) ?? 0);
       if (existing >= this.settings.maxPerCaller) throw errors.workspacesPerCaller(this.settings.maxPerCaller);
       this.creating.set(owner, (this.creating.get(owner) ?? 0) + 1);
     }
@@ -382,7 +387,7 @@ export class WorkspaceService {
         fileCount: 0,
       };
       try {
-        await this.options.store.insert(record);
+        await this.store.insert(record);
       } catch (error) {
         await disks.remove(id).catch(() => undefined);
         throw error;
@@ -404,7 +409,7 @@ export class WorkspaceService {
     this.deleting.add(id);
     try {
       await this.disks().remove(id);
-      await this.options.store.delete(id);
+      await this.store.delete(id);
     } finally {
       this.deleting.delete(id);
     }
@@ -414,7 +419,7 @@ export class WorkspaceService {
   private async owned(owner: string, id: string): Promise<WorkspaceRecord> {
     this.disks();
     if (!UUID.test(id) || this.deleting.has(id)) throw errors.workspaceNotFound(id);
-    const record = await this.options.store.get(id);
+    const record = await this.store.get(id);
     if (record === undefined || record.owner !== owner) throw errors.workspaceNotFound(id);
     return record;
   }
@@ -422,7 +427,7 @@ export class WorkspaceService {
   private async onDisk<T>(record: WorkspaceRecord, fn: (ws: OpenWorkspace) => Promise<T>): Promise<T> {
     const disk = await this.disks().open(record.id);
     try {
-      await this.options.store.update(record.id, { lastUsedAt: this.isoNow() });
+      await this.store.update(record.id, { lastUsedAt: this.isoNow() });
       return await fn(this.openWorkspace(record, disk));
     } finally {
       disk.release();
@@ -444,7 +449,7 @@ export class WorkspaceService {
 
   private async measure(ws: OpenWorkspace): Promise<void> {
     const usage = await treeUsage(ws.tree);
-    await this.options.store.update(ws.id, { sizeBytes: usage.bytes, fileCount: usage.files });
+    await this.store.update(ws.id, { sizeBytes: usage.bytes, fileCount: usage.files });
   }
 
   private async checkpoint(ws: OpenWorkspace, name: 'last_run' | 'upload'): Promise<void> {
@@ -461,7 +466,7 @@ export class WorkspaceService {
       max_bytes: this.settings.maxBytes,
       file_count: record.fileCount,
       max_files: this.settings.maxFiles,
-      sessions: await this.options.store.sessionsOf(record.id),
+      sessions: await this.store.sessionsOf(record.id),
       owner_session: record.ownedBySession,
       in_use: this.leases.has(record.id),
       source: record.source,
