@@ -55,11 +55,13 @@ describe('work across restarts and shutdown modes', { timeout: 600_000 }, () => 
   }
 
   /**
-   * Sends a turn that sleeps 6 s, kills the service 2 s into it, starts it again (with `env`), and waits for
+   * Sends a turn that sleeps 12 s, kills the service 2 s into it, starts it again (with `env`), and waits for
    * the turn, still the agent's after the restart, to end; returns the agent's snapshot then.
    */
   async function killMidTurnAndRestart(id: string, env?: Record<string, string>): Promise<any> {
-    await svc.api('POST', `/agents/${id}/send`, { prompt: 'run: /bin/sleep 6\nsay: after the sleep' });
+    // 12 s: the restart (a new Podman service, the agent and its workspace held again) must be over before the
+    // turn is; with two test files at work on 2 cores a 6 s turn sometimes ended first.
+    await svc.api('POST', `/agents/${id}/send`, { prompt: 'run: /bin/sleep 12\nsay: after the sleep' });
     await waitFor('generating', async () => (await agentSnapshot(id)).status === 'generating' || undefined);
     await delay(2_000);
     await svc.signal('SIGKILL');
