@@ -49,7 +49,7 @@ for (const poolSize of [1, 0]) {
   describe(`a session's work persists (pool ${poolSize > 0 ? 'on' : 'off'})`, () => {
     let t: TestBerth;
     before(async () => {
-      t = await startTestBerth({ SERVICE_POOL_SIZE: String(poolSize), SERVICE_AGENT_POOL_SIZE: '0' });
+      t = await startTestBerth({ SERVICE_POOL_SIZE: String(poolSize), SERVICE_AGENT_POOL_SIZE: String(poolSize) });
     });
     afterEach(async () => {
       assert.deepEqual(await t.leftovers(), []);
@@ -57,6 +57,25 @@ for (const poolSize of [1, 0]) {
     });
     after(async () => {
       await t?.stop();
+    });
+
+    it(`an agent${poolSize > 0 ? ' from the agents\' pool' : ''} holds its session's own workspace and gives it back when deleted`, async () => {
+      if (poolSize > 0) await poolReady(t, poolSize, 'agent');
+      const agentHits = await metric(t, 'berth_pool_hits_total{pool="agent"}');
+      const spawned = await t.request('POST', '/agents', { prompt: 'run: echo kept > agent.txt' });
+      assert.equal(spawned.status, 200, JSON.stringify(spawned.body));
+      assert.equal(await metric(t, 'berth_pool_hits_total{pool="agent"}'), agentHits + poolSize, poolSize > 0 ? 'a pooled agent' : 'no pool');
+      await waitForStatus(t, spawned.body.id, 'idle');
+      const workspace = await ownWorkspace(t, spawned.body.session_id);
+      assert.equal((await t.request('GET', `/workspaces/${workspace}`)).body.in_use, true, 'held while the agent lives');
+      assert.equal((await t.request('DELETE', `/agents/${spawned.body.id}`)).status, 204);
+      // Given back with the agent (a pooled agent released only the engine's own session and kept it held).
+      const givenBack = await waitFor('the workspace given back', async () => {
+        const view = await t.request('GET', `/workspaces/${workspace}`);
+        return view.body.in_use === false ? view : undefined;
+      }, 10_000);
+      assert.equal(givenBack.status, 200);
+      assert.equal((await fileOf(t, workspace, 'agent.txt')).text, 'kept\n');
     });
 
     it('a resume sees what the session\'s earlier run wrote at its workdir (the issue\'s repro)', async () => {

@@ -189,5 +189,8 @@ describe('a newcomer: fresh clone, make up, the README commands, load, Ctrl-C', 
     assert.deepEqual((await podmanLines(['secret', 'ls', '--format', '{{.Name}}'])).filter((name) => name.startsWith('berth-offline-model-key-default-')), []);
     const { stdout } = await exec('ps', ['-eo', 'pid,args']);
     assert.deepEqual(stdout.split('\n').filter((line) => line.includes(clone)), [], 'no process of the clone is left');
+    // Nor a mount: workspaces' disks and views, run disks, the shared binds of their directories.
+    const mounts = (await readFile('/proc/self/mountinfo', 'utf8')).split('\n').map((line) => line.split(' ')[4] ?? '');
+    assert.deepEqual(mounts.filter((path) => path.startsWith(clone)), [], 'nothing of the clone is left mounted');
   });
 });

@@ -77,9 +77,13 @@ export class AgentContainer {
     return new AgentContainer(deps, containerId, inputsId, attached, session);
   }
 
-  /** Takes over a pre-started engine of the agents' pool: created, attached, started and past its handshake. */
-  static adopt(deps: AgentContainerDependencies, engine: PooledEngine): AgentContainer {
-    return new AgentContainer(deps, engine.containerId, engine.runId, engine.attached, engine.session);
+  /**
+   * Takes over a pre-started engine of the agents' pool: created, attached, started and past its handshake.
+   * `session` is the one the agent was accepted with (the engine's, holding the agent's workspace): released
+   * when the agent ends, it gives the workspace back (the engine's own session alone would not).
+   */
+  static adopt(deps: AgentContainerDependencies, engine: PooledEngine, session: PreparedSession): AgentContainer {
+    return new AgentContainer(deps, engine.containerId, engine.runId, engine.attached, session);
   }
 
   /**

@@ -119,7 +119,7 @@ export class AgentService {
       // A session the agent creates is its own: hidden from GET /sessions and its messages never served.
       if (session.engineSession.kind === 'new' || session.engineSession.kind === 'fork') await this.deps.sessions.hide(session.sessionId);
       container = accepted.pooled
-        ? AgentContainer.adopt(this.deps.container, accepted.pooled)
+        ? AgentContainer.adopt(this.deps.container, accepted.pooled, session)
         : await AgentContainer.start(this.deps.container, agentId, accepted.plan, session, accepted.engineBinary);
     } catch (error) {
       await accepted.pooled?.discard();
