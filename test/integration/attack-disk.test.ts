@@ -114,7 +114,7 @@ describe('bounded disk', () => {
   });
 
   test('a restart unmounts and removes the disks a killed process left, and keeps those of runs it follows again', async () => {
-    const root = await mkdtemp(join(tmpdir(), 'berth-disk-restart-'));
+    const root = await mkdtemp(join(tmpdir(), 'berth-test-disk-restart-'));
     const runs = join(root, '.runs');
     try {
       const killed = new RunConfigDirs(runs, runs, 1024 * 1024, new LoopDisks());
