@@ -13,50 +13,13 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { pack, extract } from 'tar-stream';
+import { extract } from 'tar-stream';
 import { startTestBerth, type TestBerth } from '../support/berth.js';
 import { startBerthWithCallers } from '../support/callers.js';
+import { tarOf, type TarItem as Item } from '../support/tar-entries.js';
 
 const exec = promisify(execFile);
 
-type Item = {
-  name: string;
-  type?: 'file' | 'directory' | 'symlink' | 'link' | 'character-device' | 'block-device' | 'fifo';
-  mode?: number;
-  content?: Buffer | string;
-  linkname?: string;
-};
-
-/** A tar built entry by entry (tar-stream writes whatever header it is given: that is the point). */
-async function tarOf(items: Item[]): Promise<Buffer> {
-  const p = pack();
-  const chunks: Buffer[] = [];
-  const ended = new Promise<void>((resolve, reject) => {
-    p.on('data', (chunk) => chunks.push(Buffer.from(chunk as Uint8Array)));
-    p.on('end', () => resolve());
-    p.on('error', reject);
-  });
-  for (const item of items) {
-    const content = item.content === undefined ? undefined : Buffer.from(item.content);
-    await new Promise<void>((resolve, reject) => {
-      const header = {
-        name: item.name,
-        type: item.type ?? 'file',
-        mode: item.mode ?? (item.type === 'directory' ? 0o755 : 0o644),
-        uid: 4242,
-        gid: 4242,
-        ...(item.linkname !== undefined ? { linkname: item.linkname } : {}),
-        ...(item.type === 'character-device' ? { devmajor: 1, devminor: 3 } : {}),
-      };
-      const done = (error?: Error | null) => (error ? reject(error) : resolve());
-      if (content !== undefined) p.entry(header, content, done);
-      else (p.entry(header, done) as unknown as NodeJS.WritableStream).end();
-    });
-  }
-  p.finalize();
-  await ended;
-  return Buffer.concat(chunks);
-}
 
 interface ArchivedEntry {
   type: string;

@@ -5,36 +5,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
-import { pack } from 'tar-stream';
 import { extractArchive } from '../../src/core/workspaces/archive-extract.js';
 import { checkEntry, checkLinkTarget } from '../../src/core/workspaces/archive-entries.js';
 import { parseWorkspacePath, ROOT_PATH } from '../../src/core/workspaces/workspace-paths.js';
 import { scanTree } from '../../src/core/workspaces/tree-scan.js';
 import { BerthError } from '../../src/errors.js';
+import { tarOf, type TarItem as Item } from '../support/tar-entries.js';
 
-type Item = { name: string; type?: 'file' | 'directory' | 'symlink' | 'link' | 'character-device' | 'block-device' | 'fifo'; mode?: number; content?: Buffer | string; linkname?: string; size?: number };
-
-async function tarOf(items: Item[]): Promise<Buffer> {
-  const p = pack();
-  const chunks: Buffer[] = [];
-  const ended = new Promise<void>((resolve, reject) => {
-    p.on('data', (chunk) => chunks.push(Buffer.from(chunk as Uint8Array)));
-    p.on('end', () => resolve());
-    p.on('error', reject);
-  });
-  for (const item of items) {
-    const content = item.content === undefined ? undefined : Buffer.from(item.content);
-    await new Promise<void>((resolve, reject) => {
-      const header = { name: item.name, type: item.type ?? 'file', mode: item.mode ?? 0o644, linkname: item.linkname, ...(item.type === 'character-device' ? { devmajor: 1, devminor: 3 } : {}) };
-      const done = (error?: Error | null) => (error ? reject(error) : resolve());
-      if (content !== undefined) p.entry(header, content, done);
-      else (p.entry(header, done) as unknown as NodeJS.WritableStream).end();
-    });
-  }
-  p.finalize();
-  await ended;
-  return Buffer.concat(chunks);
-}
 
 async function workspace(options: { maxFiles?: number; maxBytes?: number } = {}) {
   const view = await mkdtemp(join(tmpdir(), 'berth-ws-x-'));
