@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { parseCpus, parseDuration, parseMemory } from './units.js';
 import { API_TOKEN_RULE, JWT_SECRET_RULE, secretWeakness } from './secret-strength.js';
 import { ApiTokenEntryError, parseApiTokens, type ApiToken } from './api-tokens.js';
+import { MAX_ALLOW_ENTRIES, parseHostPattern, patternCovered, type HostPattern } from './egress-policy.js';
 
 export type LogFormat = 'json' | 'text';
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -72,13 +73,35 @@ export interface Config {
     readonly allowRelabel: boolean;
   };
   readonly engine: {
-    /** Model endpoint as seen from inside agent containers; undefined = the embedded offline model. */
+    /**
+     * The model endpoint Berth's gateway forwards to (from the host, never from a container); undefined:
+     * Anthropic's API, or the embedded offline model when no credential is configured.
+     */
     readonly baseUrl: string | undefined;
     readonly credentialsFile: string | undefined;
     readonly credentialsSecret: string;
     readonly credentialKind: CredentialKind;
     readonly offlineModel: boolean;
     readonly offlineModelPort: number;
+  };
+  /** The model gateway and egress proxy agent containers reach (docs/egress.md). */
+  readonly gateway: {
+    /** Its one port on the agent network's gateway address (0: any free port, chosen at start). */
+    readonly port: number;
+  };
+  /** Limits the gateway enforces per caller and UTC day; undefined: none. */
+  readonly budgets: {
+    readonly usdPerDay: number | undefined;
+    readonly tokensPerDay: number | undefined;
+  };
+  /** What agent containers may reach through the egress proxy (egress-policy.ts). */
+  readonly egress: {
+    /** The allowlist of a request that gives none (empty: the model gateway only). */
+    readonly defaultAllow: readonly HostPattern[];
+    /** When set, every host a request allows must be covered by it; undefined: any public host may be asked for. */
+    readonly allowedHosts: readonly HostPattern[] | undefined;
+    /** Whether a request may ask for `open` (any public host). */
+    readonly allowOpen: boolean;
   };
   readonly sessions: {
     readonly maxPageSize: number;
@@ -371,6 +394,27 @@ class Reader {
     return entries;
   }
 
+  /** A number when set; undefined when unset or empty. */
+  optionalNumber(name: string, min: number): number | undefined {
+    return this.optional(name) === undefined ? undefined : this.number(name, 0, min);
+  }
+
+  optionalInt(name: string, min: number): number | undefined {
+    return this.optional(name) === undefined ? undefined : this.int(name, 0, min);
+  }
+
+  /** Egress host patterns (egress-policy.ts), comma-separated; undefined when unset or empty. */
+  hostPatterns(name: string): HostPattern[] | undefined {
+    const entries = this.list(name);
+    if (entries.length === 0) return undefined;
+    if (entries.length > MAX_ALLOW_ENTRIES) throw new ConfigError(name, `has ${entries.length} entries; at most ${MAX_ALLOW_ENTRIES}`);
+    return entries.map((entry) => {
+      const pattern = parseHostPattern(entry);
+      if (typeof pattern === 'string') throw new ConfigError(name, pattern);
+      return pattern;
+    });
+  }
+
   list(name: string): string[] {
     return (this.env[name] ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
   }
@@ -450,7 +494,8 @@ export function loadConfig(env: Env = process.env): Config {
       sessionsHostDir: read.absolutePath('SERVICE_AGENT_SESSIONS_HOST_DIR', sessionsDir),
       workdirAutoCreate: read.bool('SERVICE_AGENT_WORKDIR_AUTO_CREATE', true),
       defaultWorkdir: read.string('SERVICE_AGENT_DEFAULT_WORKDIR', '/workspace'),
-      network: read.string('SERVICE_AGENT_NETWORK', 'podman'),
+      // Berth's own network with no route out, one per instance (its nftables rules name its bridge).
+      network: read.string('SERVICE_AGENT_NETWORK', `berth-agents-${read.string('SERVICE_INSTANCE_NAME', 'default')}`),
       allowedVolumes: read.list('SERVICE_AGENT_ALLOWED_VOLUMES'),
       allowAllVolumes: read.bool('SERVICE_AGENT_ALLOW_ALL_VOLUMES', false),
       allowRelabel: read.bool('SERVICE_AGENT_ALLOW_RELABEL', false),
@@ -476,6 +521,18 @@ export function loadConfig(env: Env = process.env): Config {
       credentialKind: read.oneOf('SERVICE_ENGINE_CREDENTIAL_KIND', ['api_key', 'oauth_token'], 'api_key'),
       offlineModel: read.bool('SERVICE_OFFLINE_MODEL', true),
       offlineModelPort: read.int('SERVICE_OFFLINE_MODEL_PORT', 8787, 0, 65535),
+    },
+    gateway: {
+      port: read.int('SERVICE_GATEWAY_PORT', 8788, 0, 65535),
+    },
+    budgets: {
+      usdPerDay: read.optionalNumber('SERVICE_CALLER_BUDGET_USD_PER_DAY', 0),
+      tokensPerDay: read.optionalInt('SERVICE_CALLER_TOKENS_PER_DAY', 0),
+    },
+    egress: {
+      defaultAllow: read.hostPatterns('SERVICE_EGRESS_DEFAULT_ALLOW') ?? [],
+      allowedHosts: read.hostPatterns('SERVICE_EGRESS_ALLOWED_HOSTS'),
+      allowOpen: read.bool('SERVICE_EGRESS_ALLOW_OPEN', false),
     },
     sessions: {
       maxPageSize: read.int('SERVICE_SESSIONS_MAX_PAGE_SIZE', 500, 1, 100_000),
@@ -588,6 +645,13 @@ export function loadConfig(env: Env = process.env): Config {
   // A disk smaller than this is mostly its own file system's metadata (runtime/run-disk.ts).
   for (const [name, bytes] of [['SERVICE_COMPOSE_STACK_DISK', config.compose.stackDiskBytes], ['SERVICE_COMPOSE_BUILD_DISK', config.compose.buildDiskBytes], ['SERVICE_WORKSPACE_MAX_BYTES', config.workspaces.maxBytes]] as const) {
     if (bytes < 64 * 1024 ** 2) throw new ConfigError(name, `"${read.optional(name)}" is below the minimum of 64m`);
+  }
+  // The default list is the operator's own; it must pass the operator's own limit too.
+  const { allowedHosts, defaultAllow } = config.egress;
+  for (const pattern of allowedHosts ? defaultAllow : []) {
+    if (!patternCovered(allowedHosts!, pattern)) {
+      throw new ConfigError('SERVICE_EGRESS_DEFAULT_ALLOW', `"${pattern.text}" is not covered by SERVICE_EGRESS_ALLOWED_HOSTS`);
+    }
   }
   // Passed to useradd/runuser: a plain system user name, never an option.
   if (!/^[a-z_][a-z0-9_-]{0,31}$/.test(config.compose.buildUser)) {

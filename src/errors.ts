@@ -33,6 +33,7 @@ export const ERROR_STATUS = {
   BERTH_ERR_AGENT_BUSY: 409,
   BERTH_ERR_AGENT_EXITED: 410,
   BERTH_ERR_RATE_LIMITED: 429,
+  BERTH_ERR_BUDGET_EXCEEDED: 429,
   BERTH_ERR_CONTAINERS_PER_CALLER: 429,
   BERTH_ERR_AGENT_SUBSCRIBERS: 429,
   BERTH_ERR_RUN_FAILED: 500,
@@ -123,6 +124,8 @@ export const errors = {
     new BerthError('BERTH_ERR_SESSION_BUSY', `session ${id} is in use by another run; retry when it has finished`),
   jobFinished: (id: string, status: string) =>
     new BerthError('BERTH_ERR_JOB_FINISHED', `job ${id} is already ${status} and cannot be cancelled`),
+  /** A model budget is spent (core/gateway/budgets.ts): `message` names the limit, its value and what was used. */
+  budgetExceeded: (message: string) => new BerthError('BERTH_ERR_BUDGET_EXCEEDED', `model budget reached: ${message}`),
   rateLimited: () => new BerthError('BERTH_ERR_RATE_LIMITED', 'rate limit exceeded; slow down and retry later'),
   tooManyContainers: (limit: number | string) =>
     new BerthError(

@@ -4,6 +4,7 @@ import type { EngineOptions } from './run-request.js';
 import type { LifecycleHooks } from '../engine/engine-flags.js';
 import type { ContainerOptions } from './run-request.js';
 import type { StackDefinition } from './compose/stack-definition.js';
+import type { EgressPolicy } from '../egress-policy.js';
 
 export type ComposeEnvironmentRequest = NonNullable<ContainerOptions['environment']>;
 
@@ -75,6 +76,8 @@ export interface ContainerPlan {
   readonly lifecycle?: LifecyclePlan;
   /** The compose stack the engine runs in, when the request had container.environment. */
   readonly environment?: EnvironmentPlan;
+  /** What the run may reach through the egress proxy (container.network; docs/egress.md). */
+  readonly network: EgressPolicy;
 }
 
 /** Lifecycle hooks as the engine's launch script runs them. */

@@ -80,6 +80,26 @@ export const ComposeEnvironmentSchema = Type.Object(
   },
 );
 
+export const NetworkSchema = Type.Object(
+  {
+    mode: Type.Optional(
+      Type.Union([Type.Literal('none'), Type.Literal('allowlist'), Type.Literal('open')], {
+        description: 'none: no host at all; allowlist (default): only the hosts in allow; open: any public host (only where SERVICE_EGRESS_ALLOW_OPEN=true). The model gateway is reachable in every mode; loopback, private, link-local and metadata addresses in none.',
+      }),
+    ),
+    allow: Type.Optional(
+      Type.Array(Type.String({ maxLength: 260 }), {
+        maxItems: 64,
+        description: 'Hosts the run may reach through the egress proxy (HTTP, and HTTPS via CONNECT): "name", "*.name" (subdomains), either with ":port" (without one: ports 80 and 443). Default SERVICE_EGRESS_DEFAULT_ALLOW; each must be covered by SERVICE_EGRESS_ALLOWED_HOSTS when the server sets it. Only with mode allowlist.',
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description: 'Egress policy: the container has no route out; HTTP_PROXY/HTTPS_PROXY point at Berth\'s egress proxy, which admits only what this allows (docs/egress.md).',
+  },
+);
+
 export const ContainerOptionsSchema = Type.Object(
   {
     image: Text('Base image; the default agent image when omitted. Must match SERVICE_AGENT_ALLOWED_IMAGE_PATTERNS when that is set, be present on the host (Berth never pulls implicitly) and be glibc-based (Alpine/musl images are refused).'),
@@ -99,6 +119,7 @@ export const ContainerOptionsSchema = Type.Object(
     cpu_shares: Type.Optional(Type.Integer({ description: 'Relative CPU weight. Default 1024.' })),
     lifecycle: Type.Optional(LifecycleSchema),
     environment: Type.Optional(ComposeEnvironmentSchema),
+    network: Type.Optional(NetworkSchema),
   },
   { additionalProperties: false, description: 'Options of the container the engine runs in.' },
 );

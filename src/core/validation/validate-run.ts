@@ -12,6 +12,7 @@ import { builtImageTag, type StackService } from '../compose/stack-definition.js
 import { readPinnedFile } from '../../runtime/volume-staging.js';
 import { validateHooksTimeout, validateLimits } from './limits.js';
 import { validateWorkdir } from './paths.js';
+import { validateNetwork } from './network.js';
 import { workspaceIntent } from './workspace.js';
 import { secretsPolicy, validateSecretsEnv } from './secrets-env.js';
 import {
@@ -112,6 +113,7 @@ export async function validateRunRequest(request: RunRequest, context: Validatio
       ...limits,
       ...(lifecycle && { lifecycle }),
       ...(environment && { environment }),
+      network: validateNetwork(container.network, config),
     },
     webhookUrl,
   };
