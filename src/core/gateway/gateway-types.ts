@@ -101,3 +101,9 @@ export interface UsageRecorder {
   recordRequest(record: ModelRequestRecord): void;
   recordEgress(record: EgressDecisionRecord): void;
 }
+
+/** Where the gateway forwards model requests, and the credential it adds (never seen by a container). */
+export interface UpstreamModel {
+  readonly baseUrl: string;
+  readonly credential: { readonly kind: 'api_key' | 'oauth_token'; readonly value: string };
+}
