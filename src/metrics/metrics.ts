@@ -2,6 +2,7 @@
 // default registry, so tests and several instances in one process never collide). Code that records a
 // metric receives this object as a dependency; only metrics-server.ts exposes it.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { EgressDecision } from '../core/gateway/gateway-types.js';
 
 export type RunMode = 'sync' | 'async' | 'stream' | 'agent';
 export type RunOutcome = 'completed' | 'failed' | 'crashed' | 'cancelled' | 'timeout' | 'oom' | 'rejected';
@@ -14,11 +15,22 @@ export type AuthFailureReason =
   | 'invalid_api_token'
   | 'blacklist_unavailable';
 
+/** What became of a request to the model gateway (src/gateway/). */
+export type GatewayOutcome = 'forwarded' | 'refused_credential' | 'refused_budget' | 'upstream_error';
+/** The token counts of a model answer, as the Messages API names them (without the `_tokens` suffixes). */
+export type ModelTokenKind = 'input' | 'output' | 'cache_creation' | 'cache_read';
+
 export const RUN_MODES: readonly RunMode[] = ['sync', 'async', 'stream', 'agent'];
 export const RUN_OUTCOMES: readonly RunOutcome[] = ['completed', 'failed', 'crashed', 'cancelled', 'timeout', 'oom', 'rejected'];
 export const WEBHOOK_OUTCOMES: readonly WebhookOutcome[] = ['delivered', 'retried', 'failed'];
 export const AUTH_FAILURE_REASONS: readonly AuthFailureReason[] = [
   'token_required', 'invalid_token', 'token_expired', 'token_blacklisted', 'invalid_api_token', 'blacklist_unavailable',
+];
+
+export const GATEWAY_OUTCOMES: readonly GatewayOutcome[] = ['forwarded', 'refused_credential', 'refused_budget', 'upstream_error'];
+export const MODEL_TOKEN_KINDS: readonly ModelTokenKind[] = ['input', 'output', 'cache_creation', 'cache_read'];
+export const EGRESS_DECISIONS: readonly EgressDecision[] = [
+  'allowed', 'refused_credential', 'refused_mode', 'refused_host', 'refused_address', 'refused_sni', 'refused_protocol', 'failed',
 ];
 
 export interface Metrics {
@@ -52,6 +64,14 @@ export interface Metrics {
   /** Label: reason (AuthFailureReason). */
   readonly authFailures: Counter<'reason'>;
   readonly rateLimited: Counter;
+  /** Label: decision (gateway-types.ts EgressDecision): every decision of the egress proxy. */
+  readonly egressRequests: Counter<'decision'>;
+  /** Label: outcome (GatewayOutcome): every model request that reached the gateway. */
+  readonly gatewayRequests: Counter<'outcome'>;
+  /** Seconds the gateway adds before the first byte of a model answer reaches the engine. */
+  readonly gatewayOverhead: Histogram;
+  /** Label: kind (ModelTokenKind): tokens of the model answers forwarded by the gateway. */
+  readonly modelTokens: Counter<'kind'>;
 }
 
 const PREFIX = 'berth_';
@@ -173,11 +193,39 @@ export function createMetrics(): Metrics {
       help: 'Requests refused with 429 by the per-client rate limiter.',
       registers,
     }),
+    egressRequests: new Counter({
+      name: `${PREFIX}egress_requests_total`,
+      help: 'Decisions of the egress proxy by decision (allowed, refused_credential, refused_mode, refused_host, refused_address, refused_sni, refused_protocol, failed).',
+      labelNames: ['decision'],
+      registers,
+    }),
+    gatewayRequests: new Counter({
+      name: `${PREFIX}gateway_requests_total`,
+      help: 'Model requests that reached the model gateway, by outcome (forwarded, refused_credential, refused_budget, upstream_error).',
+      labelNames: ['outcome'],
+      registers,
+    }),
+    gatewayOverhead: new Histogram({
+      name: `${PREFIX}gateway_overhead_seconds`,
+      help: 'Time the model gateway adds before the first byte of a model answer reaches the engine.',
+      // The target is at most 5 ms at the median; the buckets resolve well below and above it.
+      buckets: [0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.1],
+      registers,
+    }),
+    modelTokens: new Counter({
+      name: `${PREFIX}model_tokens_total`,
+      help: 'Tokens of the model answers forwarded by the gateway, by kind (input, output, cache_creation, cache_read).',
+      labelNames: ['kind'],
+      registers,
+    }),
   };
 
   // Series with a known, small label set start at zero so rate() and absence alerts work from the first scrape.
   for (const mode of RUN_MODES) for (const outcome of RUN_OUTCOMES) metrics.runs.labels(mode, outcome).inc(0);
   for (const outcome of WEBHOOK_OUTCOMES) metrics.webhookDeliveries.labels(outcome).inc(0);
   for (const reason of AUTH_FAILURE_REASONS) metrics.authFailures.labels(reason).inc(0);
+  for (const decision of EGRESS_DECISIONS) metrics.egressRequests.labels(decision).inc(0);
+  for (const outcome of GATEWAY_OUTCOMES) metrics.gatewayRequests.labels(outcome).inc(0);
+  for (const kind of MODEL_TOKEN_KINDS) metrics.modelTokens.labels(kind).inc(0);
   return metrics;
 }

@@ -53,12 +53,19 @@ describe('createMetrics', () => {
       'berth_auth_failures_total',
       'berth_rate_limited_total',
       'berth_process_cpu_seconds_total',
+      'berth_egress_requests_total',
+      'berth_gateway_requests_total',
+      'berth_gateway_overhead_seconds',
+      'berth_model_tokens_total',
     ]) {
       assert.ok(text.includes(`# TYPE ${name} `), name);
     }
     assert.ok(text.includes('berth_runs_total{mode="agent",outcome="oom"} 0'));
     assert.ok(text.includes('berth_webhook_deliveries_total{outcome="retried"} 0'));
     assert.ok(text.includes('berth_auth_failures_total{reason="token_blacklisted"} 0'));
+    assert.ok(text.includes('berth_egress_requests_total{decision="refused_sni"} 0'));
+    assert.ok(text.includes('berth_gateway_requests_total{outcome="refused_budget"} 0'));
+    assert.ok(text.includes('berth_model_tokens_total{kind="cache_read"} 0'));
   });
 
   it('moves counters and gauges', async () => {
