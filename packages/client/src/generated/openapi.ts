@@ -735,6 +735,13 @@ export interface paths {
                                 /** @description Time the stack's image builds may take, e.g. 15m; default and maximum SERVICE_COMPOSE_BUILD_TIMEOUT. */
                                 build_timeout?: string;
                             };
+                            /** @description Egress policy: the container has no route out; HTTP_PROXY/HTTPS_PROXY point at Berth's egress proxy, which admits only what this allows (docs/egress.md). */
+                            network?: {
+                                /** @description none: no host at all; allowlist (default): only the hosts in allow; open: any public host (only where SERVICE_EGRESS_ALLOW_OPEN=true). The model gateway is reachable in every mode; loopback, private, link-local and metadata addresses in none. */
+                                mode?: "none" | "allowlist" | "open";
+                                /** @description Hosts the run may reach through the egress proxy (HTTP, and HTTPS via CONNECT): "name", "*.name" (subdomains), either with ":port" (without one: ports 80 and 443). Default SERVICE_EGRESS_DEFAULT_ALLOW; each must be covered by SERVICE_EGRESS_ALLOWED_HOSTS when the server sets it. Only with mode allowlist. */
+                                allow?: string[];
+                            };
                         };
                     };
                 };
@@ -1011,6 +1018,13 @@ export interface paths {
                                 service: string;
                                 /** @description Time the stack's image builds may take, e.g. 15m; default and maximum SERVICE_COMPOSE_BUILD_TIMEOUT. */
                                 build_timeout?: string;
+                            };
+                            /** @description Egress policy: the container has no route out; HTTP_PROXY/HTTPS_PROXY point at Berth's egress proxy, which admits only what this allows (docs/egress.md). */
+                            network?: {
+                                /** @description none: no host at all; allowlist (default): only the hosts in allow; open: any public host (only where SERVICE_EGRESS_ALLOW_OPEN=true). The model gateway is reachable in every mode; loopback, private, link-local and metadata addresses in none. */
+                                mode?: "none" | "allowlist" | "open";
+                                /** @description Hosts the run may reach through the egress proxy (HTTP, and HTTPS via CONNECT): "name", "*.name" (subdomains), either with ":port" (without one: ports 80 and 443). Default SERVICE_EGRESS_DEFAULT_ALLOW; each must be covered by SERVICE_EGRESS_ALLOWED_HOSTS when the server sets it. Only with mode allowlist. */
+                                allow?: string[];
                             };
                         };
                     };
