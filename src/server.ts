@@ -125,7 +125,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     }
     const client = new PodmanClient(socketPath);
     cleanups.push(() => client.close());
-    const podman = new PodmanRuntime(client, (details, message) => logger.warn(details, message), config.agent.logMaxBytes);
+    const podman = new PodmanRuntime(client, (details, message) => logger.warn(details, message), config.agent.logMaxBytes, config.agent.image);
     // Core services get the runtime whose unreachable-Podman errors are already Berth's 503.
     const runtime = withTranslatedErrors(podman);
     await runtime.ping();

@@ -408,5 +408,7 @@ export interface ContainerRuntime {
   secretId(name: string): Promise<string | undefined>;
   listSecrets(): Promise<string[]>;
   createSecret(name: string, value: string): Promise<void>;
+  /** The value of a secret (the model credential Berth forwards; Podman 4.3 has no API to show it). */
+  readSecret(name: string): Promise<string>;
   removeSecret(name: string): Promise<void>;
 }

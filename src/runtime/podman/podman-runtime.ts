@@ -1,5 +1,7 @@
 // ContainerRuntime over Podman's libpod REST API.
 import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type {
   AttachedContainer,
   ContainerExit,
@@ -86,6 +88,8 @@ export class PodmanRuntime implements ContainerRuntime {
     warn: (details: Record<string, unknown>, message: string) => void = () => undefined,
     /** Every container's log is capped at this size (SERVICE_CONTAINER_LOG_MAX_BYTES); undefined: Podman's default. */
     private readonly logMaxBytes?: number,
+    /** A local image with /bin/sh whose containers readSecret creates (never starts) to read a secret. */
+    private readonly secretReaderImage?: string,
   ) {
     this.bridges = new BridgeAddresses({
       interfaceOf: async (network) => {
@@ -389,6 +393,35 @@ export class PodmanRuntime implements ContainerRuntime {
       body: Buffer.from(value, 'utf8'),
       contentType: 'application/octet-stream',
     });
+  }
+
+  async readSecret(name: string): Promise<string> {
+    // Podman 4.3 has no API that shows a secret's value (`--showsecret` came in 4.5). A container that
+    // mounts it as a file is created and initialised, never started: Podman writes the secret's files into
+    // the container's static directory at init, read here on the host; the container goes at once. Only
+    // an image that has /bin/sh passes init (runc checks the command exists); nothing in it ever runs.
+    if (!this.secretReaderImage) throw new RuntimeError(`secret ${name} cannot be read: no image is configured to read it with`, false);
+    if ((await this.secretId(name)) === undefined) throw new RuntimeError(`Podman secret ${name} does not exist`, false);
+    const created = await this.client.json<{ Id: string }>('/containers/create', {
+      method: 'POST',
+      json: {
+        name: `berth-secret-read-${randomBytes(6).toString('hex')}`,
+        image: this.secretReaderImage,
+        command: ['/bin/sh'],
+        labels: { [PROBE_LABEL]: '1' },
+        oci_runtime: 'runc',
+        netns: { nsmode: 'none' },
+        secrets: [{ Source: name, Target: name, Mode: 0o400 }],
+      },
+    });
+    try {
+      await this.client.call(`/containers/${created.Id}/init`, { method: 'POST', accept: [304] });
+      const inspect = await this.client.json<{ StaticDir?: string }>(`/containers/${created.Id}/json`);
+      if (!inspect.StaticDir) throw new RuntimeError(`Podman did not say where container ${created.Id} keeps its files`, false);
+      return await readFile(join(inspect.StaticDir, 'secrets', name), 'utf8');
+    } finally {
+      await this.removeContainer(created.Id);
+    }
   }
 
   async removeSecret(name: string): Promise<void> {
