@@ -38,6 +38,15 @@ export interface AsyncRunRequest extends Body<'/run/async', 'post'> {}
 export interface AsyncRunResponse extends Answer<'/run/async', 'post'> {}
 /** The query of GET /run/stream. */
 export interface StreamRequest extends Query<'/run/stream', 'get'> {}
+/** A run request's `container`: image, limits, volumes, secrets, hooks, compose environment, egress. */
+export interface ContainerOptions extends Field<RunRequest, 'container'> {}
+/**
+ * A run's `container.network`: which hosts it may reach through Berth's egress proxy. `none`: none;
+ * `allowlist` (the default): only `allow` (`"pypi.org"`, `"*.npmjs.org"`, `"host:8443"`); `open`: any public
+ * host, where the server allows it. The model gateway is reachable in every mode.
+ */
+export interface NetworkPolicy extends Field<ContainerOptions, 'network'> {}
+export type NetworkMode = NonNullable<NetworkPolicy['mode']>;
 
 /** One frame of GET /run/stream. */
 export type RunStreamFrame =

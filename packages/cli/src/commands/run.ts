@@ -1,16 +1,17 @@
 // berth run "prompt": a run in a fresh container. Printed as it streams (GET /run/stream) when the options
 // allow it, else answered at once by POST /run; --async queues it as a job. Ctrl-C aborts the request,
 // and the server removes the run's container when its client goes away.
-import { Command, Option } from 'commander';
-import type { Berth, RunRequest } from '@berth/client';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import type { Berth, ContainerOptions, NetworkMode, RunRequest } from '@berth/client';
 import type { Context, ContextOf } from '../context.js';
 import { CliError, Interrupted } from '../errors.js';
 import { onInterrupt } from '../interrupt.js';
+import { NETWORK_MODES, networkPolicy } from '../network-option.js';
 import { styled } from '../output.js';
 import { Spinner } from '../spinner.js';
 import { visible } from '../terminal-text.js';
 
-interface RunOptions {
+export interface RunOptions {
   readonly workdir?: string;
   readonly workspace?: string;
   readonly model?: string;
@@ -19,6 +20,8 @@ interface RunOptions {
   readonly memory?: string;
   readonly cpus?: string;
   readonly timeout?: string;
+  readonly network?: NetworkMode;
+  readonly allow?: string[];
   readonly resume?: string;
   readonly fork?: string;
   readonly continue?: boolean;
@@ -40,6 +43,8 @@ export function runCommand(contextOf: ContextOf): Command {
     .option('--memory <size>', 'memory limit, e.g. 512m, 2g')
     .option('--cpus <number>', 'CPU limit, e.g. 0.5, 2')
     .option('--timeout <duration>', 'maximum runtime, e.g. 5m, 1h')
+    .addOption(new Option('--network <mode>', "what the run may reach through Berth's egress proxy (default: the server's allowlist)").choices(NETWORK_MODES))
+    .option('--allow <host>', 'a host the run may reach, e.g. pypi.org, *.npmjs.org, example.com:8443 (repeatable; means --network allowlist)', collect)
     .addOption(new Option('--resume <session-id>', 'continue a session').conflicts(['fork', 'continue']))
     .addOption(new Option('--fork <session-id>', 'start a new session branched from this one').conflicts('continue'))
     .option('--continue', 'continue the most recent session of the working directory')
@@ -48,8 +53,14 @@ export function runCommand(contextOf: ContextOf): Command {
     .option('--json', 'print the whole answer as JSON (id, output, session_id, usage; with --async: job_id, session_id)')
     .action(async (prompt: string, options: RunOptions, command: Command) => {
       if (options.webhook !== undefined && !options.async) command.error('error: --webhook needs --async');
+      let request: RunRequest;
+      try {
+        request = runRequest(prompt, options);
+      } catch (error) {
+        if (error instanceof InvalidArgumentError) command.error(`error: ${error.message}`);
+        throw error;
+      }
       const context = contextOf(command);
-      const request = runRequest(prompt, options);
       const json = options.json === true || context.output.format === 'json';
       if (options.async) return queue(context, { ...request, ...(options.webhook ? { webhook_url: options.webhook } : {}) }, json);
       if (!json && streamable(request)) return stream(context, request);
@@ -61,7 +72,8 @@ function collect(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), value];
 }
 
-function runRequest(prompt: string, options: RunOptions): RunRequest {
+/** The request the options describe (exported for the unit tests of the command line). */
+export function runRequest(prompt: string, options: RunOptions): RunRequest {
   const session = options.resume ?? options.fork;
   const engine = {
     ...(options.model !== undefined ? { model: options.model } : {}),
@@ -70,13 +82,15 @@ function runRequest(prompt: string, options: RunOptions): RunRequest {
     ...(options.fork !== undefined ? { fork_session: true } : {}),
     ...(options.continue ? { continue: true } : {}),
   };
-  const container = {
+  const container: ContainerOptions = {
     ...(options.image !== undefined ? { image: options.image } : {}),
     ...(options.volume !== undefined ? { volumes: options.volume } : {}),
     ...(options.memory !== undefined ? { memory: options.memory } : {}),
     ...(options.cpus !== undefined ? { cpus: options.cpus } : {}),
     ...(options.timeout !== undefined ? { timeout: options.timeout } : {}),
   };
+  const network = networkPolicy(options.network, options.allow);
+  if (network !== undefined) container.network = network;
   return {
     prompt,
     ...(options.workdir !== undefined ? { workdir: options.workdir } : {}),

@@ -1,0 +1,99 @@
+// berth run --network/--allow: the egress policy the command line sends as container.network. --allow
+// (repeatable) is an allowlist of exactly those hosts, --network alone a mode, neither the server's default;
+// a contradiction is a usage error before anything is sent.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { CommanderError } from 'commander';
+import type { Berth, RunRequest } from '@berth/client';
+import { runCommand } from '../../packages/cli/src/commands/run.js';
+import type { Context } from '../../packages/cli/src/context.js';
+import { Output } from '../../packages/cli/src/output.js';
+
+interface Parsed {
+  /** What the command sent, and by which call. */
+  readonly sent?: { call: 'run' | 'runAsync' | 'stream'; request: RunRequest };
+  /** What commander printed on stderr (usage errors). */
+  readonly stderr: string;
+  readonly exitCode?: number;
+}
+
+/** Parses `berth run <args>` with a stand-in for Berth that records the request instead of sending it. */
+async function parse(...args: string[]): Promise<Parsed> {
+  let sent: Parsed['sent'];
+  let stderr = '';
+  const answer = { id: 'run-1', status: 'completed', output: 'ok', session_id: '00000000-0000-4000-8000-000000000000' };
+  const berth = {
+    run: async (request: RunRequest) => ((sent = { call: 'run', request }), answer),
+    runAsync: async (request: RunRequest) => ((sent = { call: 'runAsync', request }), { job_id: 'job-1', session_id: answer.session_id }),
+    stream: (request: RunRequest) => {
+      sent = { call: 'stream', request };
+      return (async function* () {
+        yield { type: 'done', session_id: answer.session_id, id: 'run-1' };
+      })();
+    },
+  } as unknown as Berth;
+  const context: Context = { url: 'http://berth.test', berth, output: new Output('table', { write: () => true }), credentials: undefined as never };
+  const command = runCommand(() => context)
+    .exitOverride()
+    .configureOutput({ writeErr: (text) => (stderr += text), writeOut: () => undefined });
+  try {
+    await command.parseAsync(args, { from: 'user' });
+  } catch (error) {
+    if (!(error instanceof CommanderError)) throw error;
+    return { sent, stderr, exitCode: error.exitCode };
+  }
+  return { sent, stderr };
+}
+
+describe('berth run --network and --allow', () => {
+  it('sends no container.network without either option: the server default applies', async () => {
+    const { sent } = await parse('say: hi');
+    assert.equal(sent?.request.container, undefined);
+  });
+
+  it('--allow, repeated, is an allowlist of exactly those hosts', async () => {
+    const { sent } = await parse('--allow', 'pypi.org', '--allow', '*.npmjs.org', '--allow', 'files.example.com:8443', 'run: pip install x');
+    assert.deepEqual(sent?.request.container?.network, { mode: 'allowlist', allow: ['pypi.org', '*.npmjs.org', 'files.example.com:8443'] });
+  });
+
+  it('--network with --allow allowlist is the same allowlist', async () => {
+    const { sent } = await parse('--network', 'allowlist', '--allow', 'pypi.org', 'x');
+    assert.deepEqual(sent?.request.container?.network, { mode: 'allowlist', allow: ['pypi.org'] });
+  });
+
+  it('--network alone sends the mode (allowlist: the server\'s default list)', async () => {
+    for (const mode of ['none', 'open', 'allowlist'] as const) {
+      const { sent } = await parse('--network', mode, 'x');
+      assert.deepEqual(sent?.request.container?.network, { mode }, mode);
+    }
+  });
+
+  it('keeps the other container options beside the network', async () => {
+    const { sent } = await parse('--memory', '1g', '--network', 'none', 'x');
+    assert.deepEqual(sent?.request.container, { memory: '1g', network: { mode: 'none' } });
+  });
+
+  it('a run with a network policy is sent by POST /run (GET /run/stream takes no container options), --async by POST /run/async', async () => {
+    assert.equal((await parse('x')).sent?.call, 'stream');
+    assert.equal((await parse('--allow', 'pypi.org', 'x')).sent?.call, 'run');
+    const queued = await parse('--async', '--network', 'none', 'x');
+    assert.equal(queued.sent?.call, 'runAsync');
+    assert.deepEqual(queued.sent?.request.container?.network, { mode: 'none' });
+  });
+
+  it('refuses --allow with --network none or open before sending anything', async () => {
+    for (const mode of ['none', 'open']) {
+      const { sent, stderr, exitCode } = await parse('--network', mode, '--allow', 'pypi.org', 'x');
+      assert.equal(sent, undefined, mode);
+      assert.equal(exitCode, 1);
+      assert.match(stderr, new RegExp(`--allow lists the hosts of an allowlist; it cannot go with --network ${mode}`));
+    }
+  });
+
+  it('refuses a mode that is not one of none, allowlist, open', async () => {
+    const { sent, stderr, exitCode } = await parse('--network', 'bridge', 'x');
+    assert.equal(sent, undefined);
+    assert.equal(exitCode, 1);
+    assert.match(stderr, /Allowed choices are none, allowlist, open/);
+  });
+});
