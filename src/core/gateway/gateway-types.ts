@@ -60,6 +60,8 @@ export interface ModelRequestRecord {
   readonly caller: string;
   readonly runId: string;
   readonly sessionId?: string;
+  /** The holder's agentId (an agent's requests): GET /usage lists it with the run. */
+  readonly agentId?: string;
   readonly model: string;
   readonly tokens: ModelTokens;
   /** From engine/pricing.ts's table. */
@@ -87,6 +89,8 @@ export interface EgressDecisionRecord {
   readonly caller: string;
   readonly runId: string;
   readonly sessionId?: string;
+  /** The holder's agentId, as in ModelRequestRecord. */
+  readonly agentId?: string;
   /** CONNECT (HTTPS tunnels) or HTTP (plain requests through the proxy). */
   readonly method: 'CONNECT' | 'HTTP';
   readonly host: string;

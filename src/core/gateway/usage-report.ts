@@ -1,0 +1,199 @@
+// What GET /usage and GET /usage/runs/:run_id answer: a caller's model usage by UTC day and by run, and one
+// run's requests and egress decisions, read from the usage store. Only the caller's own records: another
+// caller's run is "not found", like every other resource. Costs are summed in integer micro-USD and turned
+// into USD last, so the days add up to the total exactly.
+import { errors } from '../../errors.js';
+import { NO_USAGE, tokenSum, utcDay, type UsageStore, type UsageTotals } from '../../store/usage/usage-store.js';
+import type { BudgetLimits } from './budgets.js';
+
+export const DEFAULT_DAYS = 7;
+export const MAX_DAYS = 92;
+/** Runs in a report, requests and egress decisions in a run's: the latest ones. */
+export const MAX_LISTED = 500;
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+
+export interface UsageCounters {
+  readonly requests: number;
+  readonly input_tokens: number;
+  readonly output_tokens: number;
+  readonly cache_creation_input_tokens: number;
+  readonly cache_read_input_tokens: number;
+  readonly cost_usd: number;
+  readonly refused: number;
+}
+
+export interface UsageReportView {
+  readonly caller: string;
+  readonly from: string;
+  readonly to: string;
+  readonly limits: { readonly usd_per_day: number | null; readonly tokens_per_day: number | null };
+  readonly today: { readonly date: string; readonly requests: number; readonly tokens: number; readonly cost_usd: number };
+  readonly total: UsageCounters;
+  readonly days: readonly (UsageCounters & { readonly date: string })[];
+  readonly runs: readonly RunSummaryView[];
+}
+
+export interface RunSummaryView extends UsageCounters {
+  readonly run_id: string;
+  readonly session_id?: string;
+  readonly agent_id?: string;
+  readonly first_request_at: string;
+  readonly last_request_at: string;
+  readonly refusal?: string;
+}
+
+/** One run: its counters under `totals` (its `requests` are the list of them). */
+export interface RunReportView {
+  readonly run_id: string;
+  readonly session_id?: string;
+  readonly agent_id?: string;
+  readonly first_request_at: string;
+  readonly last_request_at: string;
+  readonly totals: UsageCounters;
+  readonly refusal?: string;
+  readonly requests: readonly ModelRequestView[];
+  readonly egress: readonly EgressDecisionView[];
+}
+
+export interface ModelRequestView {
+  readonly at: string;
+  readonly model: string;
+  readonly status: number;
+  readonly input_tokens: number;
+  readonly output_tokens: number;
+  readonly cache_creation_input_tokens: number;
+  readonly cache_read_input_tokens: number;
+  readonly cost_usd: number;
+  readonly overhead_ms?: number;
+  readonly refusal?: string;
+}
+
+export interface EgressDecisionView {
+  readonly at: string;
+  readonly method: 'CONNECT' | 'HTTP';
+  readonly host: string;
+  readonly port: number;
+  readonly decision: string;
+  readonly reason?: string;
+}
+
+export interface UsageRange {
+  readonly from?: string;
+  readonly to?: string;
+}
+
+export type UsageQueries = Pick<UsageStore, 'callerDay' | 'days' | 'runs' | 'run' | 'requestsOf' | 'egressOf'>;
+
+function counters(totals: UsageTotals): UsageCounters {
+  return {
+    requests: totals.requests,
+    ...totals.tokens,
+    cost_usd: totals.costMicroUsd / 1e6,
+    refused: totals.refused,
+  };
+}
+
+function sum(a: UsageTotals, b: UsageTotals): UsageTotals {
+  return {
+    requests: a.requests + b.requests,
+    refused: a.refused + b.refused,
+    tokens: {
+      input_tokens: a.tokens.input_tokens + b.tokens.input_tokens,
+      output_tokens: a.tokens.output_tokens + b.tokens.output_tokens,
+      cache_creation_input_tokens: a.tokens.cache_creation_input_tokens + b.tokens.cache_creation_input_tokens,
+      cache_read_input_tokens: a.tokens.cache_read_input_tokens + b.tokens.cache_read_input_tokens,
+    },
+    costMicroUsd: a.costMicroUsd + b.costMicroUsd,
+  };
+}
+
+/** Midnight UTC of a YYYY-MM-DD date, or undefined when it is not a real date. */
+function parseDay(text: string): number | undefined {
+  const match = DATE.exec(text);
+  if (!match) return undefined;
+  const at = Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3]));
+  return utcDay(at) === text ? at : undefined;
+}
+
+const iso = (at: number) => new Date(at).toISOString();
+
+export class UsageReport {
+  constructor(
+    private readonly store: UsageQueries,
+    private readonly limits: BudgetLimits,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** The days of a report: `to` defaults to today, `from` to the 7 days up to `to`; at most 92 days. */
+  range(range: UsageRange): { from: string; to: string; days: string[] } {
+    const to = range.to === undefined ? Date.parse(`${utcDay(this.now())}T00:00:00Z`) : parseDay(range.to);
+    if (to === undefined) throw errors.badRequest(`to: "${range.to}" is not a date; use YYYY-MM-DD (UTC)`);
+    const from = range.from === undefined ? to - (DEFAULT_DAYS - 1) * DAY_MS : parseDay(range.from);
+    if (from === undefined) throw errors.badRequest(`from: "${range.from}" is not a date; use YYYY-MM-DD (UTC)`);
+    if (from > to) throw errors.badRequest(`from: ${utcDay(from)} is after to (${utcDay(to)})`);
+    const count = Math.round((to - from) / DAY_MS) + 1;
+    if (count > MAX_DAYS) throw errors.badRequest(`from: ${utcDay(from)} to ${utcDay(to)} spans ${count} days; at most ${MAX_DAYS}`);
+    const days = Array.from({ length: count }, (_, i) => utcDay(from + i * DAY_MS));
+    return { from: days[0]!, to: days[days.length - 1]!, days };
+  }
+
+  report(caller: string, requested: UsageRange): UsageReportView {
+    const { from, to, days } = this.range(requested);
+    const recorded = new Map(this.store.days(caller, from, to).map((day) => [day.day, day as UsageTotals]));
+    const today = utcDay(this.now());
+    const todays = this.store.callerDay(caller, today);
+    let total = NO_USAGE;
+    for (const totals of recorded.values()) total = sum(total, totals);
+    return {
+      caller,
+      from,
+      to,
+      limits: { usd_per_day: this.limits.usdPerDay ?? null, tokens_per_day: this.limits.tokensPerDay ?? null },
+      today: { date: today, requests: todays.requests, tokens: tokenSum(todays.tokens), cost_usd: todays.costMicroUsd / 1e6 },
+      total: counters(total),
+      days: days.map((date) => ({ date, ...counters(recorded.get(date) ?? NO_USAGE) })),
+      runs: this.store.runs(caller, from, to, MAX_LISTED).map((run) => ({
+        run_id: run.runId,
+        ...(run.sessionId !== undefined ? { session_id: run.sessionId } : {}),
+        ...(run.agentId !== undefined ? { agent_id: run.agentId } : {}),
+        first_request_at: iso(run.firstAt),
+        last_request_at: iso(run.lastAt),
+        ...counters(run),
+        ...(run.refusal !== undefined ? { refusal: run.refusal } : {}),
+      })),
+    };
+  }
+
+  run(caller: string, runId: string): RunReportView {
+    const run = this.store.run(caller, runId);
+    if (run === undefined) throw errors.notFound(`run ${runId}`);
+    return {
+      run_id: run.runId,
+      ...(run.sessionId !== undefined ? { session_id: run.sessionId } : {}),
+      ...(run.agentId !== undefined ? { agent_id: run.agentId } : {}),
+      first_request_at: iso(run.firstAt),
+      last_request_at: iso(run.lastAt),
+      totals: counters(run),
+      ...(run.refusal !== undefined ? { refusal: run.refusal } : {}),
+      requests: this.store.requestsOf(caller, runId, MAX_LISTED).map((request) => ({
+        at: iso(request.at),
+        model: request.model,
+        status: request.status,
+        ...request.tokens,
+        cost_usd: request.costUsd,
+        ...(request.overheadMs !== undefined ? { overhead_ms: request.overheadMs } : {}),
+        ...(request.refusal !== undefined ? { refusal: request.refusal.message } : {}),
+      })),
+      egress: this.store.egressOf(caller, runId, MAX_LISTED).map((decision) => ({
+        at: iso(decision.at),
+        method: decision.method,
+        host: decision.host,
+        port: decision.port,
+        decision: decision.decision,
+        ...(decision.reason !== undefined ? { reason: decision.reason } : {}),
+      })),
+    };
+  }
+}
