@@ -114,3 +114,133 @@ export const EXAMPLE_RUN_RESPONSE = {
     estimated_cost_usd: 0.0084,
   },
 };
+
+/** Sums over model requests recorded by Berth's model gateway (GET /usage, GET /usage/runs/{run_id}). */
+const usageCounters = {
+  requests: Type.Integer({ description: 'Model requests the gateway saw, refused ones included' }),
+  input_tokens: Type.Integer(),
+  output_tokens: Type.Integer(),
+  cache_creation_input_tokens: Type.Integer(),
+  cache_read_input_tokens: Type.Integer(),
+  cost_usd: Type.Number({ description: 'Estimated from the price table, to the micro-dollar; an estimate, not a bill' }),
+  refused: Type.Integer({ description: 'Requests refused because a budget was spent' }),
+};
+const UsageDateSchema = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$', description: 'UTC date, YYYY-MM-DD' });
+const runIdentity = {
+  run_id: Type.String({ description: 'The run (run-…), the agent\'s run, or a workspace clone\'s container' }),
+  session_id: Type.Optional(Type.String({ format: 'uuid' })),
+  agent_id: Type.Optional(Type.String({ description: 'Set for an agent\'s requests (agent-…)' })),
+  first_request_at: Type.String({ format: 'date-time', description: 'The run\'s first record (model request or egress decision) in the period' }),
+  last_request_at: Type.String({ format: 'date-time' }),
+};
+const refusal = Type.Optional(Type.String({ description: 'The latest budget refusal, naming the limit: the text the run ended with' }));
+
+export const UsageQuerySchema = Type.Object(
+  {
+    from: Type.Optional({ ...UsageDateSchema, description: 'First UTC day (YYYY-MM-DD); default 6 days before `to`' }),
+    to: Type.Optional({ ...UsageDateSchema, description: 'Last UTC day (YYYY-MM-DD), included; default today. At most 92 days from `from`' }),
+  },
+  { additionalProperties: false },
+);
+
+export const UsageReportSchema = Type.Object({
+  caller: Type.String({ description: 'The caller (its token\'s `sub`; empty with authentication off): only its own records are counted' }),
+  from: UsageDateSchema,
+  to: UsageDateSchema,
+  limits: Type.Object(
+    {
+      usd_per_day: Type.Union([Type.Number(), Type.Null()], { description: 'SERVICE_CALLER_BUDGET_USD_PER_DAY; null: none' }),
+      tokens_per_day: Type.Union([Type.Integer(), Type.Null()], { description: 'SERVICE_CALLER_TOKENS_PER_DAY (every kind of token together); null: none' }),
+    },
+    { description: 'The operator\'s daily limits per caller; a day is a UTC day and resets at 00:00 UTC' },
+  ),
+  today: Type.Object(
+    {
+      date: UsageDateSchema,
+      requests: Type.Integer(),
+      tokens: Type.Integer({ description: 'Every kind of token together: what SERVICE_CALLER_TOKENS_PER_DAY counts' }),
+      cost_usd: Type.Number(),
+    },
+    { description: 'Today\'s usage (UTC), whatever the period asked for: what the daily limits are checked against' },
+  ),
+  total: Type.Object(usageCounters, { description: 'The period\'s days added up' }),
+  days: Type.Array(Type.Object({ date: UsageDateSchema, ...usageCounters }), { description: 'Every day of the period, oldest first (zeros on a day without requests)' }),
+  runs: Type.Array(Type.Object({ ...runIdentity, ...usageCounters, refusal }), {
+    description: 'Runs with model requests in the period, counting those requests; the latest 500, latest first',
+  }),
+});
+
+export const RunUsageReportSchema = Type.Object({
+  ...runIdentity,
+  totals: Type.Object(usageCounters, { description: 'Every model request of the run' }),
+  refusal,
+  requests: Type.Array(
+    Type.Object({
+      at: Type.String({ format: 'date-time' }),
+      model: Type.String(),
+      status: Type.Integer({ description: 'The HTTP status the engine got: the model\'s, or 403 when the gateway refused the request' }),
+      input_tokens: Type.Integer(),
+      output_tokens: Type.Integer(),
+      cache_creation_input_tokens: Type.Integer(),
+      cache_read_input_tokens: Type.Integer(),
+      cost_usd: Type.Number(),
+      overhead_ms: Type.Optional(Type.Number({ description: 'Time the gateway added before the first byte of the answer' })),
+      refusal: Type.Optional(Type.String({ description: 'Why the gateway refused it: the budget that was spent' })),
+    }),
+    { description: 'The run\'s latest 500 model requests, oldest first' },
+  ),
+  egress: Type.Array(
+    Type.Object({
+      at: Type.String({ format: 'date-time' }),
+      method: Type.Union([Type.Literal('CONNECT'), Type.Literal('HTTP')], { description: 'CONNECT: an HTTPS tunnel; HTTP: a plain request through the proxy' }),
+      host: Type.String(),
+      port: Type.Integer(),
+      decision: Type.Union(
+        ['allowed', 'refused_credential', 'refused_mode', 'refused_host', 'refused_address', 'refused_sni', 'refused_protocol', 'failed'].map((value) => Type.Literal(value)),
+        { description: 'What the egress proxy decided (berth_egress_requests_total{decision})' },
+      ),
+      reason: Type.Optional(Type.String({ description: 'Why, for a refusal or a failure: the text the client got' })),
+    }),
+    { description: 'The run\'s latest 500 egress decisions, oldest first (kept 30 days)' },
+  ),
+});
+
+export const EXAMPLE_USAGE_REPORT = {
+  caller: 'ci',
+  from: '2026-11-25',
+  to: '2026-11-26',
+  limits: { usd_per_day: 5, tokens_per_day: null },
+  today: { date: '2026-11-26', requests: 2, tokens: 8398, cost_usd: 0.012874 },
+  total: { requests: 3, input_tokens: 6210, output_tokens: 412, cache_creation_input_tokens: 1024, cache_read_input_tokens: 5120, cost_usd: 0.032554, refused: 1 },
+  days: [
+    { date: '2026-11-25', requests: 1, input_tokens: 2410, output_tokens: 38, cache_creation_input_tokens: 0, cache_read_input_tokens: 1920, cost_usd: 0.01968, refused: 0 },
+    { date: '2026-11-26', requests: 2, input_tokens: 3800, output_tokens: 374, cache_creation_input_tokens: 1024, cache_read_input_tokens: 3200, cost_usd: 0.012874, refused: 1 },
+  ],
+  runs: [
+    {
+      run_id: 'run-8d2f4b6a-1c3e-4f5a-9b7d-0e2c4a6f8b1d',
+      session_id: EXAMPLE_SESSION_ID,
+      first_request_at: '2026-11-26T09:12:03.120Z',
+      last_request_at: '2026-11-26T09:12:41.877Z',
+      requests: 2, input_tokens: 3800, output_tokens: 374, cache_creation_input_tokens: 1024, cache_read_input_tokens: 3200, cost_usd: 0.012874, refused: 1,
+      refusal: 'this run\'s max_budget_usd (0.01 USD) is spent: 0.012874 USD used',
+    },
+  ],
+};
+
+export const EXAMPLE_RUN_USAGE_REPORT = {
+  run_id: 'run-8d2f4b6a-1c3e-4f5a-9b7d-0e2c4a6f8b1d',
+  session_id: EXAMPLE_SESSION_ID,
+  first_request_at: '2026-11-26T09:12:03.120Z',
+  last_request_at: '2026-11-26T09:12:41.877Z',
+  totals: { requests: 2, input_tokens: 3800, output_tokens: 374, cache_creation_input_tokens: 1024, cache_read_input_tokens: 3200, cost_usd: 0.012874, refused: 1 },
+  refusal: 'this run\'s max_budget_usd (0.01 USD) is spent: 0.012874 USD used',
+  requests: [
+    { at: '2026-11-26T09:12:03.120Z', model: 'claude-sonnet-4-5', status: 200, input_tokens: 3800, output_tokens: 374, cache_creation_input_tokens: 1024, cache_read_input_tokens: 3200, cost_usd: 0.012874, overhead_ms: 0.8 },
+    { at: '2026-11-26T09:12:41.877Z', model: 'claude-sonnet-4-5', status: 403, input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, cost_usd: 0, refusal: 'this run\'s max_budget_usd (0.01 USD) is spent: 0.012874 USD used' },
+  ],
+  egress: [
+    { at: '2026-11-26T09:12:20.004Z', method: 'CONNECT', host: 'pypi.org', port: 443, decision: 'allowed' },
+    { at: '2026-11-26T09:12:22.310Z', method: 'CONNECT', host: 'example.com', port: 443, decision: 'refused_host', reason: 'example.com is not in container.network.allow' },
+  ],
+};
