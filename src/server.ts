@@ -59,6 +59,9 @@ import { ImageCatalog } from './core/images/image-catalog.js';
 import { ImageProbe } from './core/images/image-probe.js';
 import { registerImageRoutes } from './http/routes/images.js';
 import { SqliteWorkspaceStore } from './store/workspaces/sqlite-workspace-store.js';
+import { SqliteUsageStore } from './store/usage/sqlite-usage-store.js';
+import { UsageReport } from './core/gateway/usage-report.js';
+import { registerUsageRoutes } from './http/routes/usage.js';
 import { TREE_DIR, VIEW_SUFFIX, WorkspaceDisks, workspaceInodes } from './runtime/workspace-disks.js';
 import { WORKSPACES_NEED_ROOT, WorkspaceService } from './core/workspaces/workspace-service.js';
 import { registerWorkspaceRoutes } from './http/routes/workspaces.js';
@@ -143,6 +146,10 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     cleanups.push(() => jobStore.close());
     const agentStore = new SqliteAgentStore(join(config.dataDir, 'agents.db'));
     cleanups.push(async () => agentStore.close());
+    // What the model gateway records (store/usage/): budgets are counted from it, GET /usage reads it. Closed
+    // after the gateway (cleanups run in reverse), so no record of a request in flight is lost.
+    const usageStore = new SqliteUsageStore(join(config.dataDir, 'usage.db'));
+    cleanups.push(async () => usageStore.close());
     // Agents a previous process left are followed again too (AgentService.restore): their containers, run
     // directories (by run id) and input directories (by the id their container is labelled with) stay.
     const liveRuns = new Set([
@@ -468,6 +475,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       auth: new AuthService({ tokens, blacklist, apiTokens: config.auth.apiTokens, log: logger }),
       extraRoutes: [
         (app) => registerJobRoutes(app, { jobs }),
+        (app) => registerUsageRoutes(app, { usage: new UsageReport(usageStore, config.budgets) }),
         (app) => registerWorkspaceRoutes(app, { workspaces, ...(cloner ? { cloner } : {}) }),
         (app) => registerWorkspaceArchiveRoutes(app, { workspaces, settings: config.workspaces }),
         (app) => registerStreamRoutes(app, { runs, sse }),
