@@ -2,15 +2,16 @@
 // their API token (SERVICE_API_TOKENS=name:token,...), so each name gets an API token of its own.
 import { randomBytes } from 'node:crypto';
 import assert from 'node:assert/strict';
-import { startTestBerth, type TestBerth } from './berth.js';
+import { startTestBerth, type TestBerth, type TestBerthOptions } from './berth.js';
 
 export async function startBerthWithCallers<const N extends string>(
   names: readonly N[],
   env: Record<string, string> = {},
+  options: TestBerthOptions = {},
 ): Promise<{ t: TestBerth; as: (name: N) => Record<string, string>; apiTokenOf: (name: N) => string }> {
   const apiTokens = new Map(names.map((name) => [name, `berth-test-${randomBytes(16).toString('hex')}`] as const));
   const configured = [...apiTokens].map(([name, token]) => `${name}:${token}`).join(',');
-  const t = await startTestBerth({ SERVICE_AUTH_ENABLED: 'true', SERVICE_JWT_SECRET: randomBytes(32).toString('hex'), SERVICE_API_TOKENS: configured, ...env });
+  const t = await startTestBerth({ SERVICE_AUTH_ENABLED: 'true', SERVICE_JWT_SECRET: randomBytes(32).toString('hex'), SERVICE_API_TOKENS: configured, ...env }, options);
   const tokens = new Map<N, string>();
   for (const name of names) {
     const issued = await t.request('POST', '/auth/token', { client_id: name }, { authorization: `Bearer ${apiTokens.get(name)}` });
