@@ -25,7 +25,16 @@ is 503 (the check fails closed).
 listed under each endpoint are the server's own texts, with placeholders in angle brackets.
 
 **Ownership.** Every session, job, agent and workspace belongs to the caller (the token's \`sub\`, so the API token) that
-created it. Another caller gets 404 for it and never sees it listed, whatever client_id it asked for.
+created it. Another caller gets 404 for it and never sees it listed, whatever client_id it asked for. The same holds for
+usage records: GET /usage counts only the caller's own model requests.
+
+**Model usage and budgets.** Engines never hold the model credential: their model requests go through Berth's
+model gateway, which records each one (tokens, estimated cost, per run and per caller; GET /usage) and enforces
+the budgets before forwarding it: a run's \`engine.max_budget_usd\`, and the operator's per-caller limits per UTC
+day (SERVICE_CALLER_BUDGET_USD_PER_DAY, SERVICE_CALLER_TOKENS_PER_DAY). A request in flight finishes and is
+counted; the next one is refused, and the run ends with 429 \`model budget reached: <which limit, its value and
+what was used>\`. Once a caller's daily limit is spent, new runs, jobs and agents are refused with that 429 before
+any container starts, until 00:00 UTC.
 
 **Identifiers.** Runs are \`run-…\`, jobs \`job-…\`, agents \`agent-…\`, turns \`turn-…\`; session ids are UUIDs. A
 session id in a path that is not a UUID names no session: 404, like any unknown id (Berth never builds a file
