@@ -7,6 +7,7 @@ import { imagesCommand } from './commands/images.js';
 import { jobsCommand } from './commands/jobs.js';
 import { runCommand } from './commands/run.js';
 import { sessionsCommand } from './commands/sessions.js';
+import { usageCommand } from './commands/usage.js';
 import { diffCommand, pullCommand, pushCommand, workspacesCommand } from './commands/workspaces.js';
 import { healthCommand, versionCommand } from './commands/system.js';
 import { completionScript, SHELLS, type Shell } from './completion.js';
@@ -31,6 +32,7 @@ export function buildProgram(): Command {
   program.addCommand(diffCommand(contextOf));
   program.addCommand(workspacesCommand(contextOf));
   program.addCommand(agentsCommand(contextOf));
+  program.addCommand(usageCommand(contextOf));
   program.addCommand(imagesCommand(contextOf));
   program.addCommand(loginCommand(contextOf));
   program.addCommand(logoutCommand(contextOf));

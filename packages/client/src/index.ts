@@ -5,7 +5,7 @@
 //
 // The Berth class wires the parts together: tokens.ts (access tokens), transport.ts (every request:
 // tokens, rate limit, retries, errors), and one module per resource (runs, jobs, sessions, agents,
-// images, workspaces, auth, system). Request and response types come from Berth's OpenAPI document (types.ts).
+// images, workspaces, usage, auth, system). Request and response types come from Berth's OpenAPI document (types.ts).
 
 import createClient from 'openapi-fetch';
 import type { Api } from './api.js';
@@ -19,6 +19,7 @@ import { Sessions } from './sessions.js';
 import { System } from './system.js';
 import { MemoryTokenStore, TokenManager, type TokenStore } from './tokens.js';
 import { Transport } from './transport.js';
+import { Usage } from './usage.js';
 import { Workspaces } from './workspaces.js';
 import type {
   AsyncRunRequest,
@@ -42,7 +43,7 @@ export type { AgentEventsOptions } from './agents.js';
 export type { PullOptions } from './images.js';
 export { retryPolicy, type RetryPolicy } from './retry-policy.js';
 export type * from './types.js';
-export type { Agents, Auth, Images, Jobs, Sessions, Workspaces };
+export type { Agents, Auth, Images, Jobs, Sessions, Usage, Workspaces };
 export type { DownloadOptions, UploadDirectoryOptions, WorkspacePathOptions } from './workspaces.js';
 export type { UploadBody } from './request-body.js';
 export type { PackOptions, PackPlan } from './pack-directory.js';
@@ -85,6 +86,8 @@ export class Berth {
   readonly images: Images;
   /** /workspaces: file trees runs mount at their workdir; files, archives, diffs. */
   readonly workspaces: Workspaces;
+  /** /usage: the caller's model usage by day and by run, one run's model requests and egress decisions. */
+  readonly usage: Usage;
   /** /auth: token exchange, refresh, validation, logout. */
   readonly auth: Auth;
   /** Berth's base URL, without a trailing slash. */
@@ -121,6 +124,7 @@ export class Berth {
       const request = new Request(`${raw.baseUrl}${path}`, init);
       return replayable ? raw.fetch(request) : raw.sendOnce(request);
     });
+    this.usage = new Usage(api);
     this.auth = new Auth(api, tokens, clientId);
     this.system = new System(api);
   }

@@ -184,6 +184,22 @@ export interface WorkspaceDiff extends Answer<'/workspaces/{id}/diff', 'get'> {}
 /** The checkpoints a diff compares with: before the last run began, or after the last upload or clone. */
 export type WorkspaceDiffSince = WorkspaceDiff['since'];
 
+// Usage (the model gateway's and the egress proxy's records)
+/** The query of GET /usage: UTC dates, YYYY-MM-DD. */
+export interface UsageQuery extends Query<'/usage', 'get'> {}
+/** The answer of GET /usage: the caller's daily limits, today's totals, its usage by UTC day and by run. */
+export interface UsageReport extends Answer<'/usage', 'get'> {}
+/** One UTC day of a usage report. */
+export interface UsageDay extends Element<UsageReport['days']> {}
+/** One run of a usage report, with its totals. */
+export interface UsageRun extends Element<UsageReport['runs']> {}
+/** The answer of GET /usage/runs/{run_id}: one run's totals, model requests and egress decisions. */
+export interface RunUsageReport extends Answer<'/usage/runs/{run_id}', 'get'> {}
+/** One model request of a run, as the gateway recorded it. */
+export interface ModelRequestRecord extends Element<RunUsageReport['requests']> {}
+/** One decision of the egress proxy on a run's connection (a host reached, or refused and why). */
+export interface EgressDecisionRecord extends Element<RunUsageReport['egress']> {}
+
 /** Options every call takes. */
 export interface CallOptions {
   /** Aborts the call; it then rejects with the signal's reason (an `AbortError`). */

@@ -15,6 +15,8 @@ import { JobsPage } from './pages/jobs.js';
 import { SessionPage } from './pages/session.js';
 import { SessionsPage } from './pages/sessions.js';
 import { SignIn } from './pages/sign-in.js';
+import { UsagePage } from './pages/usage.js';
+import { UsageRunPage } from './pages/usage-run.js';
 import { WorkspacePage } from './pages/workspace.js';
 import { WorkspacesPage } from './pages/workspaces.js';
 import { Link, LocationProvider, navigate, NavLink, Router, useLocation, type Route } from './router.js';
@@ -28,6 +30,8 @@ const ROUTES: readonly Route[] = [
   { pattern: '/workspaces/:id', render: ({ id }) => <WorkspacePage key={id} id={id!} /> },
   { pattern: '/agents', render: () => <AgentsPage /> },
   { pattern: '/agents/:id', render: ({ id }) => <AgentPage key={id} id={id!} /> },
+  { pattern: '/usage', render: () => <UsagePage /> },
+  { pattern: '/usage/runs/:id', render: ({ id }) => <UsageRunPage key={id} id={id!} /> },
   { pattern: '/images', render: () => <ImagesPage /> },
   { pattern: '/images/detail', render: () => <ImageRoute /> },
   { pattern: '/health', render: () => <HealthPage /> },
@@ -105,6 +109,9 @@ function Console() {
               </li>
               <li>
                 <NavLink href="/agents">Agents</NavLink>
+              </li>
+              <li>
+                <NavLink href="/usage">Usage</NavLink>
               </li>
               <li>
                 <NavLink href="/images">Images</NavLink>

@@ -1403,6 +1403,407 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's model usage by UTC day and by run, and its daily limits
+         * @description What Berth's model gateway recorded for the caller's model requests: tokens and estimated cost per UTC day (default: the last 7 days, today included; at most 92 days) and per run. Budgets are enforced by the gateway before each model request: a run's `max_budget_usd`, and the operator's SERVICE_CALLER_BUDGET_USD_PER_DAY and SERVICE_CALLER_TOKENS_PER_DAY, which are checked against `today` and reset at 00:00 UTC.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description First UTC day (YYYY-MM-DD); default 6 days before `to` */
+                    from?: string;
+                    /** @description Last UTC day (YYYY-MM-DD), included; default today. At most 92 days from `from` */
+                    to?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "caller": "ci",
+                         *       "from": "2026-11-25",
+                         *       "to": "2026-11-26",
+                         *       "limits": {
+                         *         "usd_per_day": 5,
+                         *         "tokens_per_day": null
+                         *       },
+                         *       "today": {
+                         *         "date": "2026-11-26",
+                         *         "requests": 2,
+                         *         "tokens": 8398,
+                         *         "cost_usd": 0.012874
+                         *       },
+                         *       "total": {
+                         *         "requests": 3,
+                         *         "input_tokens": 6210,
+                         *         "output_tokens": 412,
+                         *         "cache_creation_input_tokens": 1024,
+                         *         "cache_read_input_tokens": 5120,
+                         *         "cost_usd": 0.032554,
+                         *         "refused": 1
+                         *       },
+                         *       "days": [
+                         *         {
+                         *           "date": "2026-11-25",
+                         *           "requests": 1,
+                         *           "input_tokens": 2410,
+                         *           "output_tokens": 38,
+                         *           "cache_creation_input_tokens": 0,
+                         *           "cache_read_input_tokens": 1920,
+                         *           "cost_usd": 0.01968,
+                         *           "refused": 0
+                         *         },
+                         *         {
+                         *           "date": "2026-11-26",
+                         *           "requests": 2,
+                         *           "input_tokens": 3800,
+                         *           "output_tokens": 374,
+                         *           "cache_creation_input_tokens": 1024,
+                         *           "cache_read_input_tokens": 3200,
+                         *           "cost_usd": 0.012874,
+                         *           "refused": 1
+                         *         }
+                         *       ],
+                         *       "runs": [
+                         *         {
+                         *           "run_id": "run-8d2f4b6a-1c3e-4f5a-9b7d-0e2c4a6f8b1d",
+                         *           "session_id": "3f0c2a9e-6a1b-4c1d-9f7e-2b8d4c6a1e55",
+                         *           "first_request_at": "2026-11-26T09:12:03.120Z",
+                         *           "last_request_at": "2026-11-26T09:12:41.877Z",
+                         *           "requests": 2,
+                         *           "input_tokens": 3800,
+                         *           "output_tokens": 374,
+                         *           "cache_creation_input_tokens": 1024,
+                         *           "cache_read_input_tokens": 3200,
+                         *           "cost_usd": 0.012874,
+                         *           "refused": 1,
+                         *           "refusal": "this run's max_budget_usd (0.01 USD) is spent: 0.012874 USD used"
+                         *         }
+                         *       ]
+                         *     }
+                         */
+                        "application/json": {
+                            /** @description The caller (its token's `sub`; empty with authentication off): only its own records are counted */
+                            caller: string;
+                            /** @description UTC date, YYYY-MM-DD */
+                            from: string;
+                            /** @description UTC date, YYYY-MM-DD */
+                            to: string;
+                            /** @description The operator's daily limits per caller; a day is a UTC day and resets at 00:00 UTC */
+                            limits: {
+                                /** @description SERVICE_CALLER_BUDGET_USD_PER_DAY; null: none */
+                                usd_per_day: number | null;
+                                /** @description SERVICE_CALLER_TOKENS_PER_DAY (every kind of token together); null: none */
+                                tokens_per_day: number | null;
+                            };
+                            /** @description Today's usage (UTC), whatever the period asked for: what the daily limits are checked against */
+                            today: {
+                                /** @description UTC date, YYYY-MM-DD */
+                                date: string;
+                                requests: number;
+                                /** @description Every kind of token together: what SERVICE_CALLER_TOKENS_PER_DAY counts */
+                                tokens: number;
+                                cost_usd: number;
+                            };
+                            /** @description The period's days added up */
+                            total: {
+                                /** @description Model requests the gateway saw, refused ones included */
+                                requests: number;
+                                input_tokens: number;
+                                output_tokens: number;
+                                cache_creation_input_tokens: number;
+                                cache_read_input_tokens: number;
+                                /** @description Estimated from the price table, to the micro-dollar; an estimate, not a bill */
+                                cost_usd: number;
+                                /** @description Requests refused because a budget was spent */
+                                refused: number;
+                            };
+                            /** @description Every day of the period, oldest first (zeros on a day without requests) */
+                            days: {
+                                /** @description UTC date, YYYY-MM-DD */
+                                date: string;
+                                /** @description Model requests the gateway saw, refused ones included */
+                                requests: number;
+                                input_tokens: number;
+                                output_tokens: number;
+                                cache_creation_input_tokens: number;
+                                cache_read_input_tokens: number;
+                                /** @description Estimated from the price table, to the micro-dollar; an estimate, not a bill */
+                                cost_usd: number;
+                                /** @description Requests refused because a budget was spent */
+                                refused: number;
+                            }[];
+                            /** @description Runs with model requests in the period, counting those requests; the latest 500, latest first */
+                            runs: {
+                                /** @description The run (run-…), the agent's run, or a workspace clone's container */
+                                run_id: string;
+                                /** Format: uuid */
+                                session_id?: string;
+                                /** @description Set for an agent's requests (agent-…) */
+                                agent_id?: string;
+                                /**
+                                 * Format: date-time
+                                 * @description The run's first record (model request or egress decision) in the period
+                                 */
+                                first_request_at: string;
+                                /** Format: date-time */
+                                last_request_at: string;
+                                /** @description Model requests the gateway saw, refused ones included */
+                                requests: number;
+                                input_tokens: number;
+                                output_tokens: number;
+                                cache_creation_input_tokens: number;
+                                cache_read_input_tokens: number;
+                                /** @description Estimated from the price table, to the micro-dollar; an estimate, not a bill */
+                                cost_usd: number;
+                                /** @description Requests refused because a budget was spent */
+                                refused: number;
+                                /** @description The latest budget refusal, naming the limit: the text the run ended with */
+                                refusal?: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Messages: `from: "<from>" is not a date; use YYYY-MM-DD (UTC)`; `from: <from> to <to> spans <n> days; at most 92`. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/usage/runs/{run_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One run's model requests and egress decisions
+         * @description The run's totals, its latest 500 model requests and its latest 500 egress decisions (kept 30 days), as the gateway and the egress proxy recorded them. Another caller's run is not found.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description The run's id (run-…), as in GET /usage's runs */
+                    run_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "run_id": "run-8d2f4b6a-1c3e-4f5a-9b7d-0e2c4a6f8b1d",
+                         *       "session_id": "3f0c2a9e-6a1b-4c1d-9f7e-2b8d4c6a1e55",
+                         *       "first_request_at": "2026-11-26T09:12:03.120Z",
+                         *       "last_request_at": "2026-11-26T09:12:41.877Z",
+                         *       "totals": {
+                         *         "requests": 2,
+                         *         "input_tokens": 3800,
+                         *         "output_tokens": 374,
+                         *         "cache_creation_input_tokens": 1024,
+                         *         "cache_read_input_tokens": 3200,
+                         *         "cost_usd": 0.012874,
+                         *         "refused": 1
+                         *       },
+                         *       "refusal": "this run's max_budget_usd (0.01 USD) is spent: 0.012874 USD used",
+                         *       "requests": [
+                         *         {
+                         *           "at": "2026-11-26T09:12:03.120Z",
+                         *           "model": "claude-sonnet-4-5",
+                         *           "status": 200,
+                         *           "input_tokens": 3800,
+                         *           "output_tokens": 374,
+                         *           "cache_creation_input_tokens": 1024,
+                         *           "cache_read_input_tokens": 3200,
+                         *           "cost_usd": 0.012874,
+                         *           "overhead_ms": 0.8
+                         *         },
+                         *         {
+                         *           "at": "2026-11-26T09:12:41.877Z",
+                         *           "model": "claude-sonnet-4-5",
+                         *           "status": 403,
+                         *           "input_tokens": 0,
+                         *           "output_tokens": 0,
+                         *           "cache_creation_input_tokens": 0,
+                         *           "cache_read_input_tokens": 0,
+                         *           "cost_usd": 0,
+                         *           "refusal": "this run's max_budget_usd (0.01 USD) is spent: 0.012874 USD used"
+                         *         }
+                         *       ],
+                         *       "egress": [
+                         *         {
+                         *           "at": "2026-11-26T09:12:20.004Z",
+                         *           "method": "CONNECT",
+                         *           "host": "pypi.org",
+                         *           "port": 443,
+                         *           "decision": "allowed"
+                         *         },
+                         *         {
+                         *           "at": "2026-11-26T09:12:22.310Z",
+                         *           "method": "CONNECT",
+                         *           "host": "example.com",
+                         *           "port": 443,
+                         *           "decision": "refused_host",
+                         *           "reason": "example.com is not in container.network.allow"
+                         *         }
+                         *       ]
+                         *     }
+                         */
+                        "application/json": {
+                            /** @description The run (run-…), the agent's run, or a workspace clone's container */
+                            run_id: string;
+                            /** Format: uuid */
+                            session_id?: string;
+                            /** @description Set for an agent's requests (agent-…) */
+                            agent_id?: string;
+                            /**
+                             * Format: date-time
+                             * @description The run's first record (model request or egress decision) in the period
+                             */
+                            first_request_at: string;
+                            /** Format: date-time */
+                            last_request_at: string;
+                            /** @description Every model request of the run */
+                            totals: {
+                                /** @description Model requests the gateway saw, refused ones included */
+                                requests: number;
+                                input_tokens: number;
+                                output_tokens: number;
+                                cache_creation_input_tokens: number;
+                                cache_read_input_tokens: number;
+                                /** @description Estimated from the price table, to the micro-dollar; an estimate, not a bill */
+                                cost_usd: number;
+                                /** @description Requests refused because a budget was spent */
+                                refused: number;
+                            };
+                            /** @description The latest budget refusal, naming the limit: the text the run ended with */
+                            refusal?: string;
+                            /** @description The run's latest 500 model requests, oldest first */
+                            requests: {
+                                /** Format: date-time */
+                                at: string;
+                                model: string;
+                                /** @description The HTTP status the engine got: the model's, or 403 when the gateway refused the request */
+                                status: number;
+                                input_tokens: number;
+                                output_tokens: number;
+                                cache_creation_input_tokens: number;
+                                cache_read_input_tokens: number;
+                                cost_usd: number;
+                                /** @description Time the gateway added before the first byte of the answer */
+                                overhead_ms?: number;
+                                /** @description Why the gateway refused it: the budget that was spent */
+                                refusal?: string;
+                            }[];
+                            /** @description The run's latest 500 egress decisions, oldest first (kept 30 days) */
+                            egress: {
+                                /** Format: date-time */
+                                at: string;
+                                /** @description CONNECT: an HTTPS tunnel; HTTP: a plain request through the proxy */
+                                method: "CONNECT" | "HTTP";
+                                host: string;
+                                port: number;
+                                /** @description What the egress proxy decided (berth_egress_requests_total{decision}) */
+                                decision: "allowed" | "refused_credential" | "refused_mode" | "refused_host" | "refused_address" | "refused_sni" | "refused_protocol" | "failed";
+                                /** @description Why, for a refusal or a failure: the text the client got */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `run <run_id> not found`. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/workspaces": {
         parameters: {
             query?: never;

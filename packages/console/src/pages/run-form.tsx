@@ -105,7 +105,13 @@ export function RunForm() {
           {stream.sessionId && (
             <p>
               Run <code>{stream.runId}</code> completed; session{' '}
-              <Link href={`/sessions/${encodeURIComponent(stream.sessionId)}`}>{stream.sessionId}</Link>.
+              <Link href={`/sessions/${encodeURIComponent(stream.sessionId)}`}>{stream.sessionId}</Link>
+              {stream.runId && (
+                <>
+                  ; its <Link href={`/usage/runs/${encodeURIComponent(stream.runId)}`}>model requests and egress decisions</Link>
+                </>
+              )}
+              .
             </p>
           )}
           <ErrorMessage error={stream.error} context="The run failed" />
