@@ -36,7 +36,9 @@ import { stopWork } from './core/shutdown.js';
 import { SqliteAgentStore } from './store/agents/sqlite-agent-store.js';
 import { validateRunRequest } from './core/validation/validate-run.js';
 import { registerSessionRoutes } from './http/routes/sessions.js';
-import { EngineAccess, offlineModelHost } from './core/engine-access.js';
+import { EngineAccess, HOST_FROM_CONTAINER } from './core/engine-access.js';
+import { RunGrants } from './core/gateway/run-grants.js';
+import { SqliteGrantStore } from './store/gateway/sqlite-grant-store.js';
 import { ImageCheck } from './core/runs/image-check.js';
 import { RunExecutor } from './core/runs/run-executor.js';
 import { RunService } from './core/runs/run-service.js';
@@ -214,23 +216,27 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
 
     const rootful = process.getuid?.() === 0;
     const agentNetworkGateway = (await runtime.networkGateways(config.agent.network))[0];
-    const engineAccess = new EngineAccess(
-      config,
-      runtime,
-      async (apiKey) =>
-        startOfflineModel({
-          host: '0.0.0.0',
-          port: config.engine.offlineModelPort,
-          apiKey,
-          allowedClients: await agentNetworkClients(runtime, config.agent.network),
-          log: (message) => logger.debug({ component: 'offline-model' }, message),
-        }),
-      config.instanceName,
-      offlineModelHost(rootful, agentNetworkGateway),
+    const engineAccess = new EngineAccess(config, runtime, async ({ host, apiKey }) =>
+      startOfflineModel({
+        host,
+        port: config.engine.offlineModelPort,
+        apiKey,
+        log: (message) => logger.debug({ component: 'offline-model' }, message),
+      }),
     );
     cleanups.push(() => engineAccess.close());
     const access = await engineAccess.init();
     logger.info({ mode: access.mode }, access.message);
+    // Per-run credentials for the model gateway (core/gateway/run-grants.ts): those of runs that outlive a
+    // restart (jobs still running, live agents) are kept; every other one is revoked.
+    const grantStore = new SqliteGrantStore(join(config.dataDir, 'grants.db'));
+    cleanups.push(async () => grantStore.close());
+    const grants = new RunGrants(grantStore, { log: (details, message) => logger.warn(details, message) });
+    const staleGrants = grants.retainOnly(liveRuns);
+    if (staleGrants > 0) logger.info({ revoked: staleGrants }, 'revoked the credentials of runs the previous process left');
+    // Where engine containers reach the model gateway and egress proxy: the agent network's gateway address
+    // (rootful), else the name rootless Podman gives the host.
+    const gatewayUrl = `http://${rootful && agentNetworkGateway !== undefined ? agentNetworkGateway : HOST_FROM_CONTAINER}:${config.gateway.port}`;
 
     const metrics = createMetrics();
     const metricsServer = await startMetricsServer(metrics, config.metricsAddress);
@@ -267,6 +273,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     await inputs.init(liveRuns);
     const containerSettings = {
       engineAccess,
+      gateway: { url: gatewayUrl, grants },
       engineTree: engineTree?.path,
       instanceId: config.instanceName,
       pidsLimit: config.agent.pidsLimit,
@@ -354,6 +361,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       images,
       executor,
       engineAccess,
+      grants,
       slots,
       pool: pools.run,
       agentPool: pools.agent,

@@ -3,7 +3,7 @@ import { isUsableSecret, secretsPolicy } from './validation/secrets-env.js';
 import { access, constants } from 'node:fs/promises';
 import type { Config } from '../config.js';
 import type { ContainerRuntime } from '../runtime/container-runtime.js';
-import type { EngineAccess } from './engine-access.js';
+import type { EngineAccess, EngineAccessState } from './engine-access.js';
 
 export type ComponentStatus = 'ok' | 'unavailable' | 'not_configured';
 
@@ -26,16 +26,15 @@ export class SystemStatus {
     const [runtime, file, secret] = await Promise.all([
       this.runtime.ping().then((): ComponentStatus => 'ok', (): ComponentStatus => 'unavailable'),
       this.credentialsFile(),
-      state.secretName === ''
-        ? Promise.resolve<ComponentStatus>('not_configured')
-        : this.runtime.secretExists(state.secretName).then((exists): ComponentStatus => (exists ? 'ok' : 'unavailable'), (): ComponentStatus => 'unavailable'),
+      this.credentialsSecret(state),
     ]);
     const components = [
       { name: 'container-runtime', status: runtime },
       { name: 'engine-credentials-file', status: file },
       { name: 'engine-credentials-secret', status: secret },
     ];
-    const degraded = runtime !== 'ok' || secret !== 'ok' || file === 'unavailable';
+    // Degraded without a model to forward to: no credential, or the configured secret gone since the start.
+    const degraded = runtime !== 'ok' || state.mode === 'not-configured' || secret === 'unavailable' || file === 'unavailable';
     return { status: degraded ? 'degraded' : 'ok', name: 'berth', version: this.config.version, components };
   }
 
@@ -48,6 +47,16 @@ export class SystemStatus {
   async secretNames(): Promise<string[]> {
     const policy = secretsPolicy(this.config.engine);
     return (await this.runtime.listSecrets()).filter((name) => isUsableSecret(name, policy));
+  }
+
+  /**
+   * The credential the model gateway holds: the Podman secret's (read at start, still there?), or the offline
+   * model's generated key (ok); not_configured with a credentials file (never synced into a secret) or none.
+   */
+  private async credentialsSecret(state: EngineAccessState): Promise<ComponentStatus> {
+    if (state.mode === 'offline-model') return 'ok';
+    if (state.mode !== 'credentials-secret') return 'not_configured';
+    return this.runtime.secretExists(this.config.engine.credentialsSecret).then((exists): ComponentStatus => (exists ? 'ok' : 'unavailable'), (): ComponentStatus => 'unavailable');
   }
 
   private async credentialsFile(): Promise<ComponentStatus> {

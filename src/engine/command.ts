@@ -3,7 +3,7 @@
 // User text (prompt, system prompts) never appears in argv: it is uploaded as files, so no character of
 // it can be taken as a flag or a shell word, and its size is not bounded by the kernel's argv limits.
 import type { EngineFlags, LifecycleHooks } from './engine-flags.js';
-import { ENGINE_CONFIG_DIR, INPUT_DIR, PROMPT_FILE, SECRET_ENV_DIR, AGENT_INPUT_FIFO } from './layout.js';
+import { ENGINE_CONFIG_DIR, GATEWAY_ENV_FILE, INPUT_DIR, PROMPT_FILE, SECRET_ENV_DIR, AGENT_INPUT_FIFO } from './layout.js';
 
 /** How the engine should treat sessions, with ids already chosen by Berth. */
 export type EngineSession =
@@ -24,11 +24,14 @@ export const HOOKS_FILE = `${INPUT_DIR}/hooks.sh`;
 /** Exit code of the launch script when a lifecycle hook fails (124 from `timeout` inside means hooks_timeout). */
 export const HOOK_FAILED_EXIT_CODE = 86;
 
-// Exports each secret file as a variable, runs the lifecycle hooks (if any) with their output on stderr
-// so the engine's stdout stays pure stream-json, then execs the engine with the prompt on stdin.
+// Exports each secret file as a variable, then the gateway's variables (after the caller's secrets, so
+// that none of them can point the engine elsewhere; before the hooks, so that `npm ci` goes through the
+// egress proxy too), runs the lifecycle hooks (if any) with their output on stderr so the engine's stdout
+// stays pure stream-json, then execs the engine with the prompt on stdin.
 // The script is a constant: caller-controlled values reach it only as "$@" and as files.
 const LAUNCH_SCRIPT = [
   `for f in ${SECRET_ENV_DIR}/*; do [ -f "$f" ] && export "\${f##*/}=$(cat "$f")"; done`,
+  `if [ -f ${GATEWAY_ENV_FILE} ]; then while IFS= read -r line || [ -n "$line" ]; do [ -n "$line" ] && export "$line"; done < ${GATEWAY_ENV_FILE}; fi`,
   `if [ -f ${HOOKS_FILE} ]; then`,
   `  if command -v timeout >/dev/null 2>&1; then timeout -k 5 "$BERTH_HOOKS_TIMEOUT" /bin/sh -e ${HOOKS_FILE} >&2; else /bin/sh -e ${HOOKS_FILE} >&2; fi`,
   `  rc=$?; if [ "$rc" != 0 ]; then echo "berth: lifecycle hook failed with exit code $rc" >&2; exit ${HOOK_FAILED_EXIT_CODE}; fi`,
@@ -44,6 +47,34 @@ const INTERACTIVE_LAUNCH_SCRIPT = LAUNCH_SCRIPT.replace(`exec "$@" < ${PROMPT_FI
 // (`<>`): the engine itself holds a writer, so it never reads an end of input, whether or not a Berth
 // process is writing (a restarted Berth opens the FIFO again). It ends when it is signalled.
 const AGENT_LAUNCH_SCRIPT = LAUNCH_SCRIPT.replace(`exec "$@" < ${PROMPT_FILE}`, `exec "$@" <> ${AGENT_INPUT_FIFO}`);
+
+/**
+ * The variables of GATEWAY_ENV_FILE for a container with this per-run token: the model gateway's credential
+ * (the engine sends it as its API key; the gateway puts the real one in its place) and the egress proxy, as
+ * both the upper- and lower-case names tools look for. The gateway itself is reached directly.
+ */
+export function gatewayEnvironment(gatewayUrl: string, token: string): Record<string, string> {
+  const url = new URL(gatewayUrl);
+  const proxy = `http://berth:${token}@${url.host}`;
+  const direct = [url.hostname, 'localhost', '127.0.0.1'].join(',');
+  return {
+    ANTHROPIC_API_KEY: token,
+    HTTP_PROXY: proxy,
+    HTTPS_PROXY: proxy,
+    http_proxy: proxy,
+    https_proxy: proxy,
+    NO_PROXY: direct,
+    no_proxy: direct,
+  };
+}
+
+/** The content of GATEWAY_ENV_FILE: `NAME=value` lines (no value holds a newline or needs quoting). */
+export function gatewayEnvFile(variables: Readonly<Record<string, string>>): string {
+  return Object.entries(variables).map(([name, value]) => {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name) || /[\n\r\0]/.test(value)) throw new Error(`${name}: not a variable for the gateway's file`);
+    return `${name}=${value}\n`;
+  }).join('');
+}
 
 /** `it's` → `'it'\''s'`: a word the shell takes literally, whatever it contains. */
 export function shellQuote(argument: string): string {

@@ -18,6 +18,13 @@ export const SECRET_ENV_DIR = '/run/berth/env';
 export const INPUT_DIR = '/run/berth/input';
 export const PROMPT_FILE = `${INPUT_DIR}/prompt`;
 /**
+ * The variables that send the engine (and lifecycle hooks) through Berth's model gateway and egress proxy
+ * with the run's own credential, `NAME=value` a line: exported by the launch script, so that they are not
+ * in the container's configuration as Podman stores and shows it (`podman inspect`).
+ */
+export const GATEWAY_ENV_FILE_NAME = 'gateway.env';
+export const GATEWAY_ENV_FILE = `${INPUT_DIR}/${GATEWAY_ENV_FILE_NAME}`;
+/**
  * A persistent agent's engine reads its turns from this FIFO (created by Berth in the agent's input
  * directory), opened read-write so that it never sees an end of input: the agent outlives a Berth process
  * that dies, and the next one writes to the same FIFO again.

@@ -141,3 +141,41 @@ test('interactive (persistent agent): turns come as stream-json on stdin, no pro
   assert.match(script!, /exec "\$@" <> \/run\/berth\/input\/turns$/, 'its turns FIFO, opened read-write: never an end of input');
   assert.ok(!script!.includes('/run/berth/input/prompt'));
 });
+
+test('the launch script exports the gateway file after the caller\'s secrets and before the hooks', async () => {
+  const { mkdtemp, mkdir, rm, writeFile } = await import('node:fs/promises');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const { execFile } = await import('node:child_process');
+  const { promisify } = await import('node:util');
+  const { gatewayEnvFile, gatewayEnvironment } = await import('../../src/engine/command.js');
+  const dir = await mkdtemp(join(tmpdir(), 'berth-launch-'));
+  try {
+    const lifecycle = { onCreate: ['sh', '-c', 'echo "hook:$ANTHROPIC_API_KEY $HTTPS_PROXY" >&2'], postCreate: [], postStart: [], timeoutMs: 10_000 };
+    const invocation = buildEngineInvocation({ engine: {}, session: { kind: 'new', sessionId: SESSION }, prompt: 'p', modelBaseUrl: 'http://10.89.0.1:8788', offlineModel: false, lifecycle, engineBinary: '/opt/claude/claude' });
+    // The script's fixed paths, moved into a directory of the test's own.
+    const [, , script] = invocation.command;
+    const local = script!.replaceAll('/run/berth/', `${dir}/`);
+    await mkdir(join(dir, 'env'));
+    await mkdir(join(dir, 'input'));
+    // A caller's secret of the same name must not win over the gateway's credential.
+    await writeFile(join(dir, 'env', 'ANTHROPIC_API_KEY'), 'callers-own-value');
+    await writeFile(join(dir, 'env', 'GH_TOKEN'), 'gh');
+    const token = `brt_${'ab'.repeat(32)}`;
+    await writeFile(join(dir, 'input', 'gateway.env'), gatewayEnvFile(gatewayEnvironment('http://10.89.0.1:8788', token)));
+    for (const [name, content] of Object.entries(invocation.inputFiles)) await writeFile(join(dir, 'input', name), content);
+    const engine = ['sh', '-c', 'echo "engine:$ANTHROPIC_API_KEY $HTTP_PROXY $no_proxy $GH_TOKEN"'];
+    const { stdout, stderr } = await promisify(execFile)('/bin/sh', ['-c', local, 'berth-launch', ...engine], { env: { PATH: process.env.PATH, ...invocation.env } });
+    assert.equal(stdout.trim(), `engine:${token} http://berth:${token}@10.89.0.1:8788 10.89.0.1,localhost,127.0.0.1 gh`);
+    assert.equal(stderr.trim(), `hook:${token} http://berth:${token}@10.89.0.1:8788`);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('the gateway file refuses what could break its lines', async () => {
+  const { gatewayEnvFile } = await import('../../src/engine/command.js');
+  assert.throws(() => gatewayEnvFile({ A: 'x\nB=y' }), /not a variable/);
+  assert.throws(() => gatewayEnvFile({ 'A B': 'x' }), /not a variable/);
+  assert.equal(gatewayEnvFile({ A: 'x', b_2: 'y=z' }), 'A=x\nb_2=y=z\n');
+});

@@ -10,13 +10,16 @@ import type { EngineAccess } from '../../src/core/engine-access.js';
 import type { PreparedSession } from '../../src/core/sessions/session-store.js';
 import type { RunRequest } from '../../src/core/run-request.js';
 import { writablePaths } from '../../src/runtime/run-disk.js';
+import { RunGrants } from '../../src/core/gateway/run-grants.js';
+import { SqliteGrantStore } from '../../src/store/gateway/sqlite-grant-store.js';
 
 const config = loadConfig({ SERVICE_AUTH_ENABLED: 'false', SERVICE_AGENT_ALLOW_ALL_VOLUMES: 'true' });
 const access = {
-  current: () => ({ mode: 'offline', baseUrl: 'http://10.88.0.1:1', secretName: 's', variable: 'ANTHROPIC_API_KEY', offline: true, message: '' }),
+  current: () => ({ mode: 'offline-model', upstream: { baseUrl: 'http://127.0.0.1:1', credential: { kind: 'api_key', value: 'k' } }, offline: true, message: '' }),
 } as unknown as EngineAccess;
 const settings: EngineContainerSettings = {
   engineAccess: access,
+  gateway: { url: 'http://10.89.0.1:8788', grants: new RunGrants(new SqliteGrantStore(':memory:')) },
   engineTree: '/engine',
   instanceId: 'test',
   pidsLimit: 512,

@@ -107,6 +107,14 @@ class FakeRuns implements JobRunner {
     return outcome.reason === 'oom' ? errors.runOom(accepted.plan.container.memoryText) : errors.runTimeout(accepted.plan.container.timeoutText);
   }
 
+  /** Prompts whose runs the model gateway refused for a budget (the message: the limit named). */
+  readonly budgetRefused = new Map<string, string>();
+
+  budgetError(accepted: AcceptedRun, outcome: RunOutcome): BerthError | undefined {
+    const message = this.budgetRefused.get(accepted.plan.prompt);
+    return message !== undefined && outcome.kind !== 'completed' ? errors.budgetExceeded(message) : undefined;
+  }
+
   /** The run of `prompt`, once it has started. */
   async run(prompt: string): Promise<FakeRun> {
     for (let i = 0; i < 200; i += 1) {
@@ -217,6 +225,16 @@ describe('JobService', () => {
     assert.equal(view.error, 'API Error: 529 overloaded');
     assert.equal(view.output, 'API Error: 529 overloaded');
     assert.equal(view.crash_info, null);
+  });
+
+  it('records a run the model gateway refused for its budget as failed, with the error naming the limit', async () => {
+    runs.budgetRefused.set('spends', "this run's max_budget_usd (0.01 USD) is spent: 0.0123 USD used");
+    const { job_id } = await jobs.submit({ prompt: 'spends' }, SOLE_CALLER);
+    (await runs.run('spends')).finish({ kind: 'failed', message: 'API Error: 403 …', envelope: envelope('API Error: 403 …', { isError: true }), rawOutput: '' });
+    await until(async () => (await status(job_id)) === 'failed', 'failed');
+    const view = await jobs.get(job_id, SOLE_CALLER);
+    assert.equal(view.error, "model budget reached: this run's max_budget_usd (0.01 USD) is spent: 0.0123 USD used");
+    assert.equal(view.output, 'API Error: 403 …');
   });
 
   it('records an OOM kill as crashed with crash_info and the reason', async () => {

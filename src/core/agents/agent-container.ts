@@ -12,6 +12,7 @@ import { attachAgent, createTurnsFifo } from './agent-attachment.js';
 import { writeWithin } from './turns-input.js';
 import { containerAfterOutage, DeliveredOutput } from '../runtime-outage.js';
 import { isRuntimeUnreachable } from '../runtime-errors.js';
+import type { GrantHolder } from '../gateway/gateway-types.js';
 
 /** Stopping an agent: a termination signal, then a kill after 5 s. */
 export const STOP_GRACE_MS = 5_000;
@@ -51,9 +52,12 @@ export class AgentContainer {
     private readonly session: PreparedSession,
   ) {}
 
-  /** Creates, attaches and starts the container; on any failure nothing is left behind (the session is the caller's). */
-  static async start(deps: AgentContainerDependencies, agentId: string, plan: RunPlan, session: PreparedSession, engineBinary: string): Promise<AgentContainer> {
-    const { spec, inputFiles } = engineContainer(deps, { id: agentId, plan, session, volumeSources: [], engineBinary, interactive: true });
+  /**
+   * Creates, attaches and starts the container, its credential bound to `holder`; on any failure nothing
+   * is left behind (the session is the caller's).
+   */
+  static async start(deps: AgentContainerDependencies, agentId: string, plan: RunPlan, session: PreparedSession, engineBinary: string, holder: GrantHolder): Promise<AgentContainer> {
+    const { spec, inputFiles } = engineContainer(deps, { id: agentId, plan, session, volumeSources: [], engineBinary, interactive: true, holder });
     const { runtime } = deps;
     let containerId: string | undefined;
     let attached: AttachedContainer | undefined;
@@ -65,6 +69,7 @@ export class AgentContainer {
       await runtime.startContainer(containerId);
       return new AgentContainer(deps, containerId, agentId, attached, session);
     } catch (error) {
+      deps.gateway.grants.revoke(agentId);
       attached?.close();
       if (containerId !== undefined) await runtime.removeContainer(containerId).catch(() => undefined);
       await deps.inputs.remove(agentId);
@@ -110,6 +115,8 @@ export class AgentContainer {
   /** SIGTERM, SIGKILL after the grace period; resolves when the container is gone. */
   async stop(reason: string, graceMs = STOP_GRACE_MS): Promise<void> {
     this.stopReason ??= reason;
+    // Whatever the engine does in its grace period, it does without the model or the network.
+    this.endCredential();
     const { runtime } = this.deps;
     await runtime.killContainer(this.containerId, 'SIGTERM').catch(() => undefined);
     const ended = this.monitoring ?? Promise.resolve();
@@ -170,6 +177,11 @@ export class AgentContainer {
     }
   }
 
+  /** The agent's credential for the model gateway (keyed by its container's id, as its inputs) is refused from now on. */
+  private endCredential(): void {
+    this.deps.gateway.grants.revoke(this.inputsId);
+  }
+
   /** Whether the output stream broke because the runtime went away, and the container still runs now it is back. */
   private async outageSurvived(): Promise<boolean> {
     const { runtime, log } = this.deps;
@@ -186,6 +198,7 @@ export class AgentContainer {
   /** Resources first, then the exited event: a subscriber that sees it may rely on the container being gone. */
   private async release(sink: AgentSink, exitReason: string): Promise<void> {
     const { runtime, log } = this.deps;
+    this.endCredential();
     this.attached.close();
     this.resumed?.abort();
     await runtime.removeContainer(this.containerId).catch((error: unknown) => {

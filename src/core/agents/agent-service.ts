@@ -6,7 +6,8 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { BerthError, errors } from '../../errors.js';
 import type { EngineOptions, RunRequest } from '../run-request.js';
-import type { AcceptedRun } from '../runs/run-service.js';
+import type { AcceptedRun, BudgetAdmission } from '../runs/run-service.js';
+import { engineHolder } from '../gateway/grant-holder.js';
 import { checkPrompt } from '../validation/text.js';
 import { Agent, type AgentOptions } from './agent.js';
 import { READY_REQUEST } from '../../engine/stream-json-input.js';
@@ -53,6 +54,8 @@ export interface AgentServiceDependencies {
   readonly maxSubscribers: number;
   readonly log: Logger;
   readonly observer?: { statusCounts(counts: Readonly<Record<AgentStatus, number>>): void };
+  /** The caller's daily model limits, checked before each turn (SERVICE_CALLER_*_PER_DAY); absent: none. */
+  readonly budgets?: BudgetAdmission;
   readonly now?: () => number;
   readonly timers?: Timers;
 }
@@ -118,9 +121,15 @@ export class AgentService {
     try {
       // A session the agent creates is its own: hidden from GET /sessions and its messages never served.
       if (session.engineSession.kind === 'new' || session.engineSession.kind === 'fork') await this.deps.sessions.hide(session.sessionId);
-      container = accepted.pooled
-        ? AgentContainer.adopt(this.deps.container, accepted.pooled, session)
-        : await AgentContainer.start(this.deps.container, agentId, accepted.plan, session, accepted.engineBinary);
+      const holder = (runId: string) =>
+        engineHolder({ kind: 'agent', runId, caller: caller.owner, sessionId: session.sessionId, plan: accepted.plan, agentId });
+      if (accepted.pooled) {
+        // Bound to the caller at the claim already; now with the agent's id too (its usage is listed by it).
+        this.deps.container.gateway.grants.bind(accepted.pooled.runId, holder(accepted.pooled.runId));
+        container = AgentContainer.adopt(this.deps.container, accepted.pooled, session);
+      } else {
+        container = await AgentContainer.start(this.deps.container, agentId, accepted.plan, session, accepted.engineBinary, holder(agentId));
+      }
     } catch (error) {
       await accepted.pooled?.discard();
       accepted.slot.release();
@@ -140,6 +149,7 @@ export class AgentService {
       write: (line) => this.deliver(agentId, container, line),
       now: this.deps.now,
       onStatus: () => this.statusChanged(agentId),
+      turnError: this.turnError(container.inputsId),
       maxSubscribers: this.deps.maxSubscribers,
     });
     this.deps.store?.insert({
@@ -202,6 +212,7 @@ export class AgentService {
         (line) => (found.kind === 'running' ? this.deliver(record.id, found.container, line) : Promise.reject(new Error('the agent is gone'))),
       );
       if (found.kind === 'gone') {
+        this.deps.container.gateway.grants.revoke(record.inputsId);
         this.entries.set(record.id, { agent, container: undefined, ended: Promise.resolve(), owner: record.owner });
         agent.exit(found.exitError);
         this.deps.log.warn({ agentId: record.id, reason: found.exitError }, 'an agent of the previous process is gone');
@@ -232,6 +243,7 @@ export class AgentService {
       write,
       now: this.deps.now,
       onStatus: () => this.statusChanged(record.id),
+      turnError: this.turnError(record.inputsId),
       maxSubscribers: this.deps.maxSubscribers,
       restored: { createdAtMs: Date.parse(record.createdAt), lastActivityMs: Date.parse(record.lastActivityAt), ...progress },
     });
@@ -252,6 +264,10 @@ export class AgentService {
     const { agent } = this.entry(id, caller);
     if (this.refusingTurns) throw errors.shuttingDown();
     const text = checkPrompt(prompt, this.deps.maxPromptBytes);
+    // A caller whose daily model budget is spent is told so at once, not by a turn that fails.
+    agent.checkCanSend();
+    const admission = this.deps.budgets?.admission(caller.owner, (this.deps.now ?? Date.now)());
+    if (admission && !admission.ok) throw errors.budgetExceeded(admission.message);
     const turn = agent.send(text);
     await turn.delivered;
     return { turn_id: turn.id };
@@ -340,6 +356,17 @@ export class AgentService {
     });
     this.deps.log.info({ agentId: id, reason }, 'stopping agent');
     return entry.stopping;
+  }
+
+  /**
+   * A failed turn during which the model gateway refused one of the agent's requests for a budget ends with
+   * the error naming that limit (as a run's does); other failures keep the engine's message.
+   */
+  private turnError(grantId: string): (engineMessage: string, turnStartedMs: number) => string {
+    return (engineMessage, turnStartedMs) => {
+      const refusal = this.deps.container.gateway.grants.refusalOf(grantId);
+      return refusal && refusal.at >= turnStartedMs ? errors.budgetExceeded(refusal.message).message : engineMessage;
+    };
   }
 
   /** The caller's agent; another caller's is as absent as one that never existed (404). */

@@ -27,6 +27,11 @@ export interface AgentOptions {
   /** Called after every status change (metrics, the durable record). */
   readonly onStatus?: () => void;
   /**
+   * The error a failed turn ends with, from the engine's own message and the time the turn started (the
+   * service names the budget that stopped it, when the model gateway refused one of the turn's requests).
+   */
+  readonly turnError?: (engineMessage: string, turnStartedMs: number) => string;
+  /**
    * An agent a previous process spawned, found again after a restart: its times and counts, and the turn it
    * was generating (it goes on generating it until the engine's result line).
    */
@@ -89,6 +94,8 @@ export class Agent {
   /** Turns that reached their result line, failed ones included. */
   private turnsEnded = 0;
   private currentTurn: string | undefined;
+  /** When the current turn was sent (for turnError). */
+  private turnStartedMs = 0;
   private lastTurn: string | undefined;
   private exitErrorValue: string | undefined;
   private exitedAtMs: number | undefined;
@@ -111,6 +118,7 @@ export class Agent {
       this.turnsCompleted = restored.turnsCompleted;
       this.turnsEnded = restored.turnsEnded;
       this.currentTurn = restored.currentTurn;
+      this.turnStartedMs = restored.lastActivityMs;
       this.lastTurn = restored.currentTurn;
       this.statusValue = restored.currentTurn === undefined ? 'idle' : 'generating';
       if (restored.exited) {
@@ -185,6 +193,7 @@ export class Agent {
     this.currentTurn = turnId;
     this.lastTurn = turnId;
     this.lastActivityMs = this.now();
+    this.turnStartedMs = this.lastActivityMs;
     this.setStatus('generating');
     this.emit('turn_start');
     let writing: Promise<void>;
@@ -217,7 +226,7 @@ export class Agent {
     const result = turnResultOf(line);
     if (!result) return;
     this.turnsEnded += 1;
-    if (result.failed) this.emit('error', result.message);
+    if (result.failed) this.emit('error', this.options.turnError?.(result.message, this.turnStartedMs) ?? result.message);
     else {
       this.turnsCompleted += 1;
       this.emit('turn_end');

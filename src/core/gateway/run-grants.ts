@@ -30,7 +30,7 @@ const GRANT_KINDS: readonly GrantKind[] = ['run', 'agent', 'workspace-clone'];
 
 export interface RunGrantsOptions {
   readonly now?: () => number;
-  /** A grant read back from the store that cannot be used any more (its holder unreadable): dropped. */
+  /** A grant read back from the store that cannot be used any more (its holder unreadable), a store failing at a revoke. */
   readonly log?: (details: Record<string, unknown>, message: string) => void;
 }
 
@@ -39,16 +39,18 @@ export class RunGrants implements GrantLookup {
   private readonly digestOfRun = new Map<string, string>();
   private readonly refusals = new Map<string, { refusal: BudgetRefusal; expiresAt: number | undefined }>();
   private readonly now: () => number;
+  private readonly log: NonNullable<RunGrantsOptions['log']>;
 
   constructor(
     private readonly store: GrantStore,
     options: RunGrantsOptions = {},
   ) {
     this.now = options.now ?? Date.now;
+    this.log = options.log ?? (() => undefined);
     for (const row of store.all()) {
       const grant = grantOfRow(row);
       if (typeof grant === 'string') {
-        options.log?.({ runId: row.runId, reason: grant }, 'a kept grant cannot be used any more; it is revoked');
+        this.log({ runId: row.runId, reason: grant }, 'a kept grant cannot be used any more; it is revoked');
         store.remove(row.runId);
         continue;
       }
@@ -149,7 +151,13 @@ export class RunGrants implements GrantLookup {
     if (digest === undefined) return;
     this.byDigest.delete(digest);
     this.digestOfRun.delete(runId);
-    this.store.remove(runId);
+    // Refused from here whatever the store says; a row it failed to drop is revoked at the next start
+    // (retainOnly), and a revoke must not fail the run's or agent's cleanup.
+    try {
+      this.store.remove(runId);
+    } catch (error) {
+      this.log({ err: error, runId }, 'a revoked grant could not be removed from the store');
+    }
   }
 
   private prune(): void {

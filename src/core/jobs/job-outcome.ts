@@ -17,6 +17,8 @@ export interface JobRunner {
   execute(accepted: AcceptedRun, mode: RunMode, signal: AbortSignal, hooks?: RunHooks, container?: ContainerState): Promise<RunOutcome>;
   toResult(accepted: AcceptedRun, outcome: RunOutcome): Promise<RunResult>;
   crashError(accepted: AcceptedRun, outcome: Extract<RunOutcome, { kind: 'crashed' }>): BerthError;
+  /** The error of a run that ended after the model gateway refused it for a budget (RunService.budgetError). */
+  budgetError(accepted: AcceptedRun, outcome: RunOutcome): BerthError | undefined;
 }
 
 export const JOB_MESSAGES = {
@@ -34,6 +36,12 @@ export function serviceCrash(reason: Extract<CrashReason, 'service_stop' | 'serv
 
 /** The final status and fields of a job whose run ended with `outcome` (a DELETE is not an outcome: see cancel). */
 export async function outcomeChange(runs: JobRunner, accepted: AcceptedRun, outcome: RunOutcome): Promise<JobChange> {
+  // Stopped by a budget: failed, with the error naming the limit, however the engine ended.
+  const budget = runs.budgetError(accepted, outcome);
+  if (budget) {
+    const output = outcome.kind === 'failed' ? (outcome.envelope?.result ?? '') : outcome.kind === 'crashed' ? outcome.partialOutput : '';
+    return { status: 'failed', output, error: budget.message };
+  }
   switch (outcome.kind) {
     case 'completed': {
       const result = await runs.toResult(accepted, outcome);

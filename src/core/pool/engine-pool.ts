@@ -20,6 +20,7 @@ import { awaitEngineReady } from './engine-ready.js';
 import { WARM_UP_RESULTS } from '../../engine/warm-up.js';
 import { EngineStarts, type EngineStart, type StartWeight } from './engine-starts.js';
 import { attachAgent, createTurnsFifo } from '../agents/agent-attachment.js';
+import { engineHolder } from '../gateway/grant-holder.js';
 
 /** Owner of a pooled engine's session until a caller claims it (no caller's owner starts like this). */
 export const POOL_OWNER_PREFIX = '\u0000berth-pool:';
@@ -89,7 +90,6 @@ export interface PooledEngine {
 interface Entry extends Omit<PooledEngine, 'handedOver'> {
   readonly createdAtMs: number;
   readonly imageId: string;
-  readonly secretId: string | undefined;
   readonly releaseSlot: () => void;
   exited: boolean;
 }
@@ -226,6 +226,12 @@ export class EnginePool {
         return this.missed('stale');
       }
     }
+    // The engine's credential is the caller's from now on (refused until here), with the run's egress policy
+    // and budget; an agent binds it again once it has its id.
+    this.deps.container.gateway.grants.bind(
+      entry.runId,
+      engineHolder({ kind: this.deps.kind, runId: entry.runId, caller: owner, sessionId: entry.session.sessionId, plan }),
+    );
     // From here the caller's slot covers the container.
     entry.releaseSlot();
     this.unclaimed.delete(containerName(entry.runId));
@@ -236,6 +242,7 @@ export class EnginePool {
 
   /** Removes a claimed engine that will not run (its run was abandoned). */
   private async discardClaimed(engine: { readonly containerId: string; readonly runId: string; readonly attached: AttachedContainer }): Promise<void> {
+    this.deps.container.gateway.grants.revoke(engine.runId);
     await this.deps.runtime.removeContainer(engine.containerId).catch(() => undefined);
     engine.attached.close();
     await this.deps.container.inputs.remove(engine.runId);
@@ -263,27 +270,24 @@ export class EnginePool {
 
   /**
    * The oldest ready engine that is still running, younger than SERVICE_POOL_MAX_AGE, and made with the
-   * current image and credential; the others are removed (and the whole pool when the image or the
-   * credential changed).
+   * current image; the others are removed (and the whole pool when the image changed). The model's
+   * credential is not the engines' concern: they hold a per-run one, and the gateway the model's.
    */
   private async takeFresh(knownImageId: string | undefined): Promise<Entry | undefined> {
     this.lastStale = false;
     if (this.ready.length === 0) return undefined;
     const { runtime, template, container } = this.deps;
-    const [currentImageId, secretId] = await Promise.all([
-      knownImageId ?? runtime.inspectImage(template.container.image).then((image) => image?.id),
-      runtime.secretId(container.engineAccess.current().secretName),
-    ]);
+    const currentImageId = knownImageId ?? (await runtime.inspectImage(template.container.image))?.id;
     for (;;) {
       const entry = this.ready.shift();
       if (!entry) {
         this.reportSize();
         return undefined;
       }
-      if (currentImageId !== entry.imageId || secretId !== entry.secretId) {
+      if (currentImageId !== entry.imageId) {
         this.ready.unshift(entry);
         this.lastStale = true;
-        await this.drain(currentImageId !== entry.imageId ? 'the agent image changed' : 'the engine credential changed');
+        await this.drain('the agent image changed');
         return undefined;
       }
       if (entry.exited || Date.now() - entry.createdAtMs > this.deps.settings.maxAgeMs) {
@@ -434,11 +438,7 @@ export class EnginePool {
   private async create(slot: { release(): void }, start: EngineStart): Promise<Entry> {
     const { runtime, sessions, template, container } = this.deps;
     const runId = `run-${randomUUID()}`;
-    const [image, secretId, engineBinary] = await Promise.all([
-      runtime.inspectImage(template.container.image),
-      runtime.secretId(container.engineAccess.current().secretName),
-      this.deps.engineBinary(),
-    ]);
+    const [image, engineBinary] = await Promise.all([runtime.inspectImage(template.container.image), this.deps.engineBinary()]);
     if (!image) throw new Error(`the agent image ${template.container.image} is not present`);
     // Named before anything exists: whoever looks at containers or sessions can tell the pool's apart.
     const sessionId = randomUUID();
@@ -481,6 +481,7 @@ export class EnginePool {
       // its stdin until the engine has started, as a fresh run's prompt file would (the handshake and the
       // warm-up would only delay that run, by about 80 ms, and cost CPU a loaded host has not to spare).
     } catch (error) {
+      container.gateway.grants.revoke(runId);
       attached?.close();
       if (containerId !== undefined) await runtime.removeContainer(containerId).catch(() => undefined);
       await container.inputs.remove(runId);
@@ -491,7 +492,7 @@ export class EnginePool {
     }
     const handed = { containerId, runId, attached };
     const entry: Entry = {
-      runId, containerId, session, attached, warmUpResults, createdAtMs: Date.now(), imageId: image.id, secretId, releaseSlot: () => slot.release(), exited: false,
+      runId, containerId, session, attached, warmUpResults, createdAtMs: Date.now(), imageId: image.id, releaseSlot: () => slot.release(), exited: false,
       discard: () => this.discardClaimed(handed),
     };
     // An engine that dies while waiting is noticed here and never handed out; the pool refills.
@@ -530,6 +531,7 @@ export class EnginePool {
   }
 
   private async removeEngine(entry: Entry): Promise<void> {
+    this.deps.container.gateway.grants.revoke(entry.runId);
     await this.deps.runtime.removeContainer(entry.containerId).catch((error: unknown) => {
       this.deps.log.error({ err: error, runId: entry.runId }, 'a pooled engine\'s container could not be removed; the reaper will at the next start');
     });

@@ -1,13 +1,16 @@
 // The container an engine runs in, for a one-shot run or a persistent agent alike: the plan's image,
 // limits and volumes, the session directory as the engine's config directory, the engine image's files
-// (held mounted by Berth) read-only at /opt/claude, the credential and secrets as files, Berth's labels, and the input files to upload.
+// (held mounted by Berth) read-only at /opt/claude, the caller's secrets as files, Berth's labels, and the input files
+// to upload, among them the run's own credential for the model gateway and egress proxy (never the model's key).
 import type { RunPlan } from '../run-plan.js';
 import type { PreparedSession } from '../sessions/session-store.js';
 import { HOST_FROM_CONTAINER, type EngineAccess } from '../engine-access.js';
+import type { RunGrants } from '../gateway/run-grants.js';
+import type { GrantHolder } from '../gateway/gateway-types.js';
 import type { ContainerSpec, UserNamespace } from '../../runtime/container-runtime.js';
 import { INSTANCE_LABEL, RUN_LABEL } from '../../runtime/container-runtime.js';
-import { buildEngineInvocation } from '../../engine/command.js';
-import { ENGINE_CONFIG_DIR, ENGINE_HOME, ENGINE_MOUNT, INPUT_DIR, SECRET_ENV_DIR } from '../../engine/layout.js';
+import { buildEngineInvocation, gatewayEnvFile, gatewayEnvironment } from '../../engine/command.js';
+import { ENGINE_CONFIG_DIR, ENGINE_HOME, ENGINE_MOUNT, GATEWAY_ENV_FILE_NAME, INPUT_DIR, SECRET_ENV_DIR } from '../../engine/layout.js';
 import type { BindMount } from '../../runtime/container-runtime.js';
 import type { InputFileContent, RunInputs } from './run-inputs.js';
 import type { StackAttachment } from '../compose/stacks.js';
@@ -15,6 +18,11 @@ import type { StackAttachment } from '../compose/stacks.js';
 /** What every engine container shares, from configuration. */
 export interface EngineContainerSettings {
   readonly engineAccess: EngineAccess;
+  /**
+   * Berth's model gateway and egress proxy as containers reach it (`http://<agent network gateway>:<port>`),
+   * and the per-run credentials it accepts.
+   */
+  readonly gateway: { readonly url: string; readonly grants: RunGrants };
   /**
    * Host path of the engine image's files, held mounted by Berth and bind-mounted read-only at ENGINE_MOUNT;
    * undefined when the engine comes with the agent image (SERVICE_AGENT_MOUNT_CLAUDE_CLI=false).
@@ -25,8 +33,8 @@ export interface EngineContainerSettings {
   readonly network: string;
   /**
    * The agent network's gateway: with a compose stack's network joined too, Podman may point
-   * host.containers.internal (where the offline model listens) at the stack network's gateway, whose
-   * clients the offline model refuses; the engine container gets this one instead.
+   * host.containers.internal (where the gateway listens when Podman is rootless) at the stack network's
+   * gateway; the engine container gets this one instead.
    */
   readonly agentNetworkGateway?: string;
   readonly userNamespace: UserNamespace;
@@ -55,6 +63,11 @@ export function engineContainer(
     readonly pooled?: boolean;
     /** The session's compose stack, when the run has an environment: its network, volumes and environment. */
     readonly stack?: Pick<StackAttachment, 'network' | 'volumeMounts' | 'environment'>;
+    /**
+     * Whose the container's credential is, when known now (a run's, an agent's); a pooled engine's is bound
+     * at its claim (EnginePool.claim), and refused until then.
+     */
+    readonly holder?: GrantHolder;
   },
 ): EngineContainer {
   const { plan, session, volumeSources } = options;
@@ -67,7 +80,7 @@ export function engineContainer(
     session: session.engineSession,
     // A persistent agent gets its turns on stdin; its plan's prompt is only the first turn.
     prompt: interactive ? '' : plan.prompt,
-    modelBaseUrl: access.baseUrl,
+    modelBaseUrl: settings.gateway.url,
     offlineModel: access.offline,
     lifecycle: plan.container.lifecycle,
     engineBinary: options.engineBinary,
@@ -91,7 +104,6 @@ export function engineContainer(
       ...diskMounts(session, plan, options.stack?.volumeMounts.map((mount) => mount.containerPath) ?? []),
     ],
     secretFiles: [
-      { secret: access.secretName, containerPath: `${SECRET_ENV_DIR}/${access.variable}` },
       ...plan.container.secretsEnv.map((s) => ({ secret: s.secret, containerPath: `${SECRET_ENV_DIR}/${s.variable}` })),
     ],
     labels: { [RUN_LABEL]: options.id, [INSTANCE_LABEL]: settings.instanceId },
@@ -108,7 +120,13 @@ export function engineContainer(
       ? { hostEntries: [{ host: HOST_FROM_CONTAINER, address: settings.agentNetworkGateway }] }
       : {}),
   };
-  const inputFiles = Object.entries(invocation.inputFiles).map(([name, content]) => ({ name, content }));
+  // Issued last, once nothing above can throw: a grant is only made for a container about to exist.
+  const token = settings.gateway.grants.issue(options.id);
+  if (options.holder) settings.gateway.grants.bind(options.id, options.holder);
+  const inputFiles = [
+    ...Object.entries(invocation.inputFiles).map(([name, content]) => ({ name, content })),
+    { name: GATEWAY_ENV_FILE_NAME, content: gatewayEnvFile(gatewayEnvironment(settings.gateway.url, token)) },
+  ];
   return { spec, inputFiles };
 }
 

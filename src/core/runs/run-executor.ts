@@ -18,6 +18,7 @@ import type { RunPhases } from './run-phases.js';
 import { HostPathError, type StagedVolumes, type VolumeStaging } from '../../runtime/volume-staging.js';
 import type { StackAttachment } from '../compose/stacks.js';
 import type { PooledEngine } from '../pool/engine-pool.js';
+import { engineHolder } from '../gateway/grant-holder.js';
 
 /** How a run ended. `crashed` covers every end the engine did not choose itself. */
 export type RunOutcome =
@@ -49,6 +50,8 @@ export const LINGER_AFTER_RESULT_MS = 10_000;
 
 export interface RunContext {
   readonly runId: string;
+  /** The caller whose run it is: the holder of the run's credential for the model gateway. */
+  readonly owner: string;
   readonly plan: RunPlan;
   readonly session: PreparedSession;
   readonly phases: RunPhases;
@@ -117,6 +120,7 @@ export class RunExecutor {
           volumeSources: staged.hostPaths,
           engineBinary: context.engineBinary,
           ...(context.stack ? { stack: context.stack } : {}),
+          holder: engineHolder({ kind: 'run', runId, caller: context.owner, sessionId: context.session.sessionId, plan }),
         });
         await this.deps.inputs.write(runId, inputFiles);
         return runtime.createContainer(spec).catch((error: unknown) => {
@@ -128,6 +132,15 @@ export class RunExecutor {
       await staged?.release();
       await this.cleanUp(context, containerId);
     }
+  }
+
+  /**
+   * The run's credential for the model gateway and egress proxy is refused from now on: called as soon as
+   * the run's outcome is known (its result, its container's end), before anyone is answered, and again on
+   * every way out.
+   */
+  private endCredential(context: RunContext): void {
+    this.deps.gateway.grants.revoke(context.runId);
   }
 
   /**
@@ -171,8 +184,9 @@ export class RunExecutor {
     }
   }
 
-  /** Every run ends here, however it ended: its container removed (phase `remove`) and its input files. */
+  /** Every run ends here, however it ended: its credential revoked, its container removed (phase `remove`) and its input files. */
   private async cleanUp(context: RunContext, containerId: string | undefined): Promise<void> {
+    this.endCredential(context);
     if (containerId !== undefined) {
       await context.phases
         .measure('remove', () => this.deps.runtime.removeContainer(containerId))
@@ -236,6 +250,8 @@ export class RunExecutor {
       const event = parseEngineLine(line);
       if (event.kind === 'text') hooks?.onText?.(event.text);
       else if (event.kind === 'result') {
+        // The turn is over: nothing in the container has any use for the model or the network any more.
+        this.endCredential(context);
         envelope = event.envelope;
         if (!envelope.isError && hooks?.onResult && !lingerTimer && !stopReason) {
           hooks.onResult({ kind: 'completed', envelope, rawOutput: lines.text() });
@@ -322,6 +338,7 @@ export class RunExecutor {
       }
       throw error;
     } finally {
+      this.endCredential(context);
       clearTimeout(timer);
       clearTimeout(lingerTimer);
       signal.removeEventListener('abort', onAbort);

@@ -27,6 +27,13 @@ import { context, trace, type Span } from '@opentelemetry/api';
 import { endRunSpan, startRunSpan } from './run-tracing.js';
 import type { RunWorkspaces, WorkspaceCheck } from './run-workspace.js';
 import type { MissReason } from '../pool/pool-match.js';
+import type { RunGrants } from '../gateway/run-grants.js';
+import type { BudgetDecision } from '../gateway/gateway-types.js';
+
+/** The caller's daily model limits, checked before a run gets anything (core/gateway/budgets.ts). */
+export interface BudgetAdmission {
+  admission(caller: string, now: number): BudgetDecision;
+}
 
 export type RunMode = 'sync' | 'async' | 'stream' | 'agent';
 
@@ -72,6 +79,10 @@ export interface RunServiceDependencies {
   readonly agentPool?: EnginePool;
   /** The workspace each run works in (core/runs/run-workspace.ts); without it, runs have none. */
   readonly workspaces?: RunWorkspaces;
+  /** The runs' credentials for the model gateway: revoked at every run's end, their budget refusals read. */
+  readonly grants: RunGrants;
+  /** The caller's daily model limits (SERVICE_CALLER_*_PER_DAY); absent: none. */
+  readonly budgets?: BudgetAdmission;
 }
 
 /** A validated run whose session is taken: what async jobs keep between acceptance and execution. */
@@ -138,6 +149,9 @@ export class RunService {
     options: AcceptOptions,
   ): Promise<AcceptedRun> {
     if (!this.accepting) throw errors.shuttingDown();
+    // A caller whose daily model budget is spent gets nothing: no slot, no session, no container.
+    const admission = this.deps.budgets?.admission(options.caller.owner, Date.now());
+    if (admission && !admission.ok) throw errors.budgetExceeded(admission.message);
     const slot = new RunSlot(this.deps.slots, options.caller.owner);
     // Taken first: a caller at its limit is refused before anything is validated, locked or created.
     if (options.slot !== 'later') slot.take();
@@ -390,6 +404,7 @@ export class RunService {
       // The run's own span is the parent of what the executor does (Podman calls) for this run.
       const runContext = {
         runId: accepted.runId,
+        owner: accepted.slot.owner,
         plan: attached.plan,
         session: accepted.session,
         phases,
@@ -418,6 +433,8 @@ export class RunService {
       if (outcome.kind === 'crashed' && outcome.reason === 'cancelled') outcomeLabel = 'cancelled';
       return outcome;
     } finally {
+      // (The executor revoked it already, at the outcome; this covers a run that never reached it.)
+      this.deps.grants.revoke(accepted.runId);
       const durationMs = Date.now() - started;
       observer?.containerStopped();
       const phaseDurations = phases.toJSON();
@@ -480,6 +497,8 @@ export class RunService {
   }
 
   async toResult(accepted: AcceptedRun, outcome: RunOutcome): Promise<RunResult> {
+    const budget = this.budgetError(accepted, outcome);
+    if (budget) throw budget;
     const outputFormat = accepted.plan.engine.output_format ?? 'text';
     switch (outcome.kind) {
       case 'completed': {
@@ -502,7 +521,20 @@ export class RunService {
     }
   }
 
+  /**
+   * A run that did not complete after the gateway refused one of its model requests for a budget ended
+   * because of that limit, whatever the engine made of the refusal: the error names the limit (429). A run
+   * stopped by the service's shutdown is still that.
+   */
+  budgetError(accepted: AcceptedRun, outcome: RunOutcome): BerthError | undefined {
+    if (outcome.kind === 'completed' || (outcome.kind === 'crashed' && outcome.reason === 'cancelled')) return undefined;
+    const refusal = this.deps.grants.refusalOf(accepted.runId);
+    return refusal ? errors.budgetExceeded(refusal.message) : undefined;
+  }
+
   crashError(accepted: AcceptedRun, outcome: Extract<RunOutcome, { kind: 'crashed' }>): BerthError {
+    const budget = this.budgetError(accepted, outcome);
+    if (budget) return budget;
     switch (outcome.reason) {
       case 'oom':
         return errors.runOom(accepted.plan.container.memoryText);
