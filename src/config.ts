@@ -102,6 +102,11 @@ export interface Config {
     readonly allowedHosts: readonly HostPattern[] | undefined;
     /** Whether a request may ask for `open` (any public host). */
     readonly allowOpen: boolean;
+    /**
+     * Whether this host can hold containers to their policy (not an environment variable: startBerth sets it
+     * false under rootless Podman, whose containers have a route out through slirp4netns; docs/egress.md).
+     */
+    readonly enforced: boolean;
   };
   readonly sessions: {
     readonly maxPageSize: number;
@@ -533,6 +538,7 @@ export function loadConfig(env: Env = process.env): Config {
       defaultAllow: read.hostPatterns('SERVICE_EGRESS_DEFAULT_ALLOW') ?? [],
       allowedHosts: read.hostPatterns('SERVICE_EGRESS_ALLOWED_HOSTS'),
       allowOpen: read.bool('SERVICE_EGRESS_ALLOW_OPEN', false),
+      enforced: true,
     },
     sessions: {
       maxPageSize: read.int('SERVICE_SESSIONS_MAX_PAGE_SIZE', 500, 1, 100_000),

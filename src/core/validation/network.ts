@@ -9,6 +9,16 @@ type NetworkRequest = ContainerOptions['network'];
 
 export function validateNetwork(network: NetworkRequest, config: Pick<Config, 'egress'>): EgressPolicy {
   const { egress } = config;
+  // Rootless Podman gives containers a route out that Berth cannot close: no policy but `open` would hold,
+  // so none is pretended. startBerth refuses to start so unless SERVICE_EGRESS_ALLOW_OPEN=true.
+  if (!egress.enforced) {
+    if (network?.mode !== undefined && network.mode !== 'open') {
+      throw errors.invalid(`container.network.mode: "${network.mode}" cannot be enforced on this server (rootless Podman: containers have a route out); only "open" is available here`);
+    }
+    if (network?.allow !== undefined) throw errors.invalid('container.network.allow: cannot be enforced on this server (rootless Podman: containers have a route out)');
+    if (!egress.allowOpen) throw errors.invalid('container.network.mode: egress cannot be enforced on this server and SERVICE_EGRESS_ALLOW_OPEN is not true');
+    return { mode: 'open' };
+  }
   const mode = network?.mode ?? 'allowlist';
   if (mode !== 'allowlist' && network?.allow !== undefined) {
     throw errors.invalid(`container.network.allow: only with mode "allowlist" (mode is "${mode}")`);
