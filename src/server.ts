@@ -234,6 +234,8 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     const grants = new RunGrants(grantStore, { log: (details, message) => logger.warn(details, message) });
     const staleGrants = grants.retainOnly(liveRuns);
     if (staleGrants > 0) logger.info({ revoked: staleGrants }, 'revoked the credentials of runs the previous process left');
+    // A stop that leaves jobs and agents running keeps their credentials for the next start (first of all).
+    if (config.shutdown.mode === 'detach') stopFirst.unshift(async () => grants.detach());
     // Where engine containers reach the model gateway and egress proxy: the agent network's gateway address
     // (rootful), else the name rootless Podman gives the host.
     const gatewayUrl = `http://${rootful && agentNetworkGateway !== undefined ? agentNetworkGateway : HOST_FROM_CONTAINER}:${config.gateway.port}`;

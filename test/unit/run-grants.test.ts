@@ -163,3 +163,22 @@ describe('RunGrants', () => {
     assert.equal(grants.refusalOf('run-2'), undefined);
   });
 });
+
+describe('RunGrants.detach', () => {
+  it('a detaching stop keeps every grant in the store, though this process revokes them in memory', () => {
+    const file = newFile();
+    const store = new SqliteGrantStore(file);
+    const grants = new RunGrants(store);
+    const token = grants.issue('run-job');
+    grants.bind('run-job', holder('run-job'));
+    grants.detach();
+    grants.revoke('run-job');
+    assert.equal(grants.lookup(token), undefined);
+    store.close();
+    const again = new SqliteGrantStore(file);
+    const restarted = new RunGrants(again);
+    assert.equal(restarted.retainOnly(['run-job']), 0);
+    assert.equal(restarted.lookup(token)?.state, 'bound');
+    again.close();
+  });
+});

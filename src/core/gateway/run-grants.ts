@@ -40,6 +40,8 @@ export class RunGrants implements GrantLookup {
   private readonly refusals = new Map<string, { refusal: BudgetRefusal; expiresAt: number | undefined }>();
   private readonly now: () => number;
   private readonly log: NonNullable<RunGrantsOptions['log']>;
+  /** Set by detach(): revocations stay in memory, the store keeps every grant for the next start. */
+  private detached = false;
 
   constructor(
     private readonly store: GrantStore,
@@ -129,6 +131,15 @@ export class RunGrants implements GrantLookup {
     return this.revokeWhere((runId, grant) => !existing.has(runId) && grant.issuedAt < cutoff);
   }
 
+  /**
+   * A stop that leaves jobs and agents running for the next start (SERVICE_SHUTDOWN_MODE=detach): their
+   * grants stay in the store as they are, whatever this process's ends of its waits on them revoke from
+   * here (a wait cut by the stop is no end of the run). The next start keeps those of live runs only.
+   */
+  detach(): void {
+    this.detached = true;
+  }
+
   /** The run ids of every live grant (tests, diagnostics). */
   runIds(): string[] {
     return [...this.digestOfRun.keys()];
@@ -153,6 +164,7 @@ export class RunGrants implements GrantLookup {
     this.digestOfRun.delete(runId);
     // Refused from here whatever the store says; a row it failed to drop is revoked at the next start
     // (retainOnly), and a revoke must not fail the run's or agent's cleanup.
+    if (this.detached) return;
     try {
       this.store.remove(runId);
     } catch (error) {
