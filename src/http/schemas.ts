@@ -52,6 +52,9 @@ export const RUN_REFUSALS: readonly (number | BerthError)[] = [
   errors.workspaceBusy('<workspace>'),
   413,
   429,
+  // A model budget is spent: the caller's daily limit before any container starts, or, once the run is
+  // under way, its max_budget_usd or that daily limit at the gateway (the run ends with it).
+  errors.budgetExceeded('<the limit, its value and what was used>'),
   errors.engineNotConfigured('<reason>'),
   errors.runtimeUnavailable('<reason>'),
 ];
