@@ -9,16 +9,20 @@ const SRC = resolve(import.meta.dirname, '..', '..', 'src');
 
 /** Which top-level folders of src/ a folder may not import from. The composition root (src/*.ts) is free. */
 const FORBIDDEN: Record<string, readonly string[]> = {
-  http: ['runtime', 'store'],
-  core: ['http'],
-  engine: ['core', 'http'],
-  runtime: ['core', 'http'],
-  store: ['core', 'http'],
+  http: ['runtime', 'store', 'gateway'],
+  core: ['http', 'gateway'],
+  engine: ['core', 'http', 'gateway'],
+  runtime: ['core', 'http', 'gateway'],
+  store: ['core', 'http', 'gateway'],
+  // The model gateway and egress proxy (a listener of its own): only the composition root starts it.
+  gateway: ['http'],
+  metrics: ['gateway'],
+  'offline-model': ['gateway'],
 };
 
 /** The composition root may import anything; the other files directly in src/ (config, errors, units…) are leaves. */
 const COMPOSITION_ROOT = new Set(['main.ts', 'server.ts']);
-const LEAF_FORBIDDEN = ['core', 'http', 'runtime', 'store', 'engine'];
+const LEAF_FORBIDDEN = ['core', 'http', 'runtime', 'store', 'engine', 'gateway'];
 
 /** The folder of src/ a file belongs to: '' for the composition root, 'leaf' for other files directly in src/. */
 function layerOf(file: string): string {
@@ -65,8 +69,12 @@ test('the rule catches imports against the flow, type-only and dynamic ones incl
     { path: join(SRC, 'config.ts'), source: "import { parseMemory } from './core/units.js';" },
     { path: join(SRC, 'core', 'ok.ts'), source: "import { x } from '../runtime/container-runtime.js';\nimport { y } from '../engine/command.js';" },
     { path: join(SRC, 'server.ts'), source: "import { PodmanRuntime } from './runtime/podman/podman-runtime.js';" },
+    { path: join(SRC, 'core', 'runs', 'w.ts'), source: "import type { GatewayHandle } from '../../gateway/gateway-server.js';" },
+    { path: join(SRC, 'gateway', 'v.ts'), source: "import { errorHandler } from '../http/error-handler.js';" },
+    { path: join(SRC, 'gateway', 'ok.ts'), source: "import type { GrantLookup } from '../core/gateway/gateway-types.js';\nimport { estimateCostUsd } from '../engine/pricing.js';" },
+    { path: join(SRC, 'server.ts'), source: "import { startGateway } from './gateway/gateway-server.js';" },
   ];
-  assert.equal(violations(bad).length, 4, violations(bad).join('\n'));
+  assert.equal(violations(bad).length, 6, violations(bad).join('\n'));
 });
 
 test('no module under src/ imports against the one-way flow', () => {
