@@ -192,3 +192,37 @@ test('idleExpired: only idle agents, only after the timeout since the last send 
 test('READY_REQUEST is an initialize control request', () => {
   assert.deepEqual(JSON.parse(READY_REQUEST), { type: 'control_request', request_id: 'berth-ready', request: { subtype: 'initialize' } });
 });
+
+test('a failed turn ends with the error the service names (a budget refusal during the turn), given the turn\'s start', async () => {
+  let clock = 5_000;
+  const asked: [string, number][] = [];
+  const agent = new Agent({
+    id: 'agent-1',
+    sessionId: 'session-1',
+    idleTimeoutSeconds: 60,
+    idleTimeoutDisabled: false,
+    write: async () => undefined,
+    now: () => clock,
+    newTurnId: () => 'turn-1',
+    turnError: (message, startedMs) => {
+      asked.push([message, startedMs]);
+      return 'model budget reached: this run\'s max_budget_usd (0.01 USD) is spent';
+    },
+  });
+  const subscription = agent.subscribe();
+  const received: AgentEvent[] = [];
+  const reading = (async () => {
+    for await (const event of subscription) received.push(event);
+  })();
+  agent.stdout(READY);
+  clock = 7_000;
+  agent.send('spend');
+  clock = 9_000;
+  agent.stdout(RESULT_FAILED);
+  agent.exit('agent: test');
+  await reading;
+  assert.deepEqual(asked, [['API Error: 529 overloaded', 7_000]]);
+  const error = received.find((event) => event.type === 'error');
+  assert.equal(error?.content, 'model budget reached: this run\'s max_budget_usd (0.01 USD) is spent');
+  assert.equal(error?.turn_id, 'turn-1');
+});
