@@ -49,7 +49,7 @@ const STATUS_MEANING: Record<string, string> = {
   '409': 'Conflict with the current state of the resource.',
   '410': 'The agent has exited.',
   '413': 'The body is over SERVICE_MAX_BODY_BYTES (`request body is too large (SERVICE_MAX_BODY_BYTES)`), or the prompt over SERVICE_MAX_PROMPT_BYTES.',
-  '429': `Rate limit: ${quoted(errors.rateLimited())}.`,
+  '429': `The rate limit (${quoted(errors.rateLimited())}), or a per-caller limit named in the message.`,
   '500': 'The run failed after its container started; the container was removed.',
   '502': 'The image registry failed.',
   '503': `Podman or the token blacklist is unavailable: ${quoted(errors.runtimeUnavailable('<reason>'))}, ${quoted(errors.blacklistUnavailable('<reason>'))}.`,

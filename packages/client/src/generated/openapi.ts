@@ -847,7 +847,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Messages: `too many containers: this caller already has <limit> runs, streams or agents running (SERVICE_MAX_CONTAINERS_PER_CALLER); retry when one has ended, or delete an agent`. */
+                /** @description Messages: `model budget reached: <the limit, its value and what was used>`; `too many containers: this caller already has <limit> runs, streams or agents running (SERVICE_MAX_CONTAINERS_PER_CALLER); retry when one has ended, or delete an agent`. */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -1099,7 +1099,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Every error: a message saying what was wrong, and status "error". */
+                /** @description Messages: `model budget reached: <the limit, its value and what was used>`. */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -2649,7 +2649,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Messages: `too many containers: this caller already has <limit> runs, streams or agents running (SERVICE_MAX_CONTAINERS_PER_CALLER); retry when one has ended, or delete an agent`. */
+                /** @description Messages: `model budget reached: <the limit, its value and what was used>`; `too many containers: this caller already has <limit> runs, streams or agents running (SERVICE_MAX_CONTAINERS_PER_CALLER); retry when one has ended, or delete an agent`. */
                 429: {
                     headers: {
                         [name: string]: unknown;
