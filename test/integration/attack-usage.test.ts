@@ -59,7 +59,7 @@ test('a caller\'s usage is its own, and a spent daily budget survives a restart 
 
   const refusedBefore = await t!.request('POST', '/run', { prompt: 'say: again' }, as('alice'));
   assert.equal(refusedBefore.status, 429, JSON.stringify(refusedBefore.body));
-  assert.match(refusedBefore.body.error, /^model budget reached: SERVICE_CALLER_TOKENS_PER_DAY \(1 tokens\) is spent for \d{4}-\d{2}-\d{2} \(UTC\)/);
+  assert.match(refusedBefore.body.error, /^model budget reached: SERVICE_CALLER_TOKENS_PER_DAY \(1 token\) is spent for \d{4}-\d{2}-\d{2} \(UTC\)/);
 
   // Restart over the same data: Alice's day stays spent; Bob's day is his own.
   assert.deepEqual(await t!.leftovers(), []);

@@ -84,7 +84,7 @@ export class Budgets implements BudgetCheck {
     if (tokensPerDay !== undefined && spent.tokens >= tokensPerDay) {
       return refuse(
         'caller_tokens_per_day',
-        `SERVICE_CALLER_TOKENS_PER_DAY (${tokensPerDay} tokens) is spent for ${day} (UTC): ${spent.tokens} tokens used; it resets at 00:00 UTC`,
+        `SERVICE_CALLER_TOKENS_PER_DAY (${tokens(tokensPerDay)}) is spent for ${day} (UTC): ${tokens(spent.tokens)} used; it resets at 00:00 UTC`,
       );
     }
     return OK;
@@ -131,6 +131,10 @@ export class Budgets implements BudgetCheck {
 function dayKey(caller: string, day: string): string {
   // A day has no newline; a caller (a token's name) never starts with a date, so the key is unambiguous.
   return `${day}\n${caller}`;
+}
+
+function tokens(count: number): string {
+  return count === 1 ? '1 token' : `${count} tokens`;
 }
 
 function refuse(limit: BudgetLimit, message: string): BudgetDecision {
