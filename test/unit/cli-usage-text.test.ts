@@ -69,7 +69,7 @@ describe('berth usage', () => {
       last_request_at: '2030-01-02T10:00:02.000Z',
       totals: COUNTERS,
       requests: [
-        { at: '2030-01-02T10:00:00.000Z', model: 'claude-sonnet-4-5', status: 200, input_tokens: 1200, output_tokens: 340, cache_creation_input_tokens: 0, cache_read_input_tokens: 5, cost_usd: 0.008715, overhead_ms: 1.2 },
+        { at: '2030-01-02T10:00:00.000Z', model: 'claude-sonnet-4-5', status: 200, input_tokens: 1200, output_tokens: 340, cache_creation_input_tokens: 0, cache_read_input_tokens: 5, cost_usd: 0.008715, overhead_ms: 2.8461559999996098 },
         { at: '2030-01-02T10:00:02.000Z', model: 'claude-sonnet-4-5', status: 403, input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, cost_usd: 0, refusal: 'budget spent' },
       ],
       egress: [
@@ -85,6 +85,7 @@ describe('berth usage', () => {
     assert.match(text, /^tokens: +input 1,200, output 340, cache write 0, cache read 5$/m);
     assert.match(text, /^cost: +0\.008715 USD$/m);
     assert.match(text, /^Model requests\nAT +MODEL +STATUS +INPUT +OUTPUT +CACHE WRITE +CACHE READ +COST USD +OVERHEAD MS +REFUSAL$/m);
+    assert.match(text, / claude-sonnet-4-5 +200 +1,200 +340 +0 +5 +0\.008715 +2\.8$/m, 'the overhead in tenths of a millisecond');
     assert.match(text, / claude-sonnet-4-5 +403 +0 +0 +0 +0 +0 +budget spent$/m);
     assert.match(text, /^Egress\nAT +METHOD +HOST +DECISION +REASON$/m);
     assert.match(text, / CONNECT +allowed\.test:443 +allowed$/m);

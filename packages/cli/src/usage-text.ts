@@ -96,7 +96,7 @@ export function runUsageText(run: RunUsageReport): string {
             count(request.cache_creation_input_tokens),
             count(request.cache_read_input_tokens),
             usd(request.cost_usd),
-            request.overhead_ms === undefined ? '' : String(request.overhead_ms),
+            request.overhead_ms === undefined ? '' : request.overhead_ms.toFixed(1),
             request.refusal ?? '',
           ]),
         ]);

@@ -106,7 +106,7 @@ function Egress({ egress }: { egress: readonly EgressDecisionRecord[] }) {
                     <Time iso={record.at} />
                   </td>
                   <td>{record.method}</td>
-                  <td>
+                  <td class="egress-host">
                     <code>
                       {record.host}:{record.port}
                     </code>
