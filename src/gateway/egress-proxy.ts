@@ -26,6 +26,8 @@ export interface EgressProxyOptions {
   readonly lookup?: HostLookup;
   /** The host's own addresses (destination.ts ownAddresses()). */
   readonly own: () => BlockList;
+  /** How often open connections are closed whose run ended (default 10 s). */
+  readonly revocationSweepMs?: number;
 }
 
 export interface EgressProxy {
@@ -42,6 +44,13 @@ export const HELLO_TIMEOUT_MS = 10_000;
 export const MAX_HELLO_BYTES = 16 * 1024;
 /** Connecting to an outside host: longer than any reachable host needs. */
 const CONNECT_TIMEOUT_MS = 15_000;
+/**
+ * Connections one run may hold open through the proxy at once: far above what a package manager opens
+ * (npm: 15 sockets per host), far below what would run Berth out of file descriptors for every other run.
+ */
+export const MAX_OPEN_PER_RUN = 256;
+/** How often open connections are checked against their run's credential. */
+const REVOCATION_SWEEP_MS = 10_000;
 
 type Method = 'CONNECT' | 'HTTP';
 
@@ -52,8 +61,14 @@ interface Refusal {
   readonly reason: string;
 }
 
+/** A request's run, and the token that named it (checked again while its connections stay open). */
+interface Credential {
+  readonly holder: GrantHolder;
+  readonly token: string;
+}
+
 /** The run a Proxy-Authorization names: `Basic base64(user:token)`, the token being the password or the user. */
-function credentialOf(request: IncomingMessage, grants: GrantLookup): GrantHolder | Refusal {
+function credentialOf(request: IncomingMessage, grants: GrantLookup): Credential | Refusal {
   const header = request.headers['proxy-authorization'];
   const encoded = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header ?? '')?.[1];
   if (encoded === undefined) return { status: 407, decision: 'refused_credential', reason: 'proxy credentials are required (HTTP_PROXY carries them)' };
@@ -63,12 +78,12 @@ function credentialOf(request: IncomingMessage, grants: GrantLookup): GrantHolde
   for (const token of candidates) {
     if (token === '') continue;
     const grant = grants.lookup(token);
-    if (grant?.state === 'bound') return grant.holder;
+    if (grant?.state === 'bound') return { holder: grant.holder, token };
   }
   return { status: 407, decision: 'refused_credential', reason: 'this credential is not valid: the run it belonged to has ended' };
 }
 
-function isRefusal(value: GrantHolder | Refusal): value is Refusal {
+function isRefusal(value: Credential | Refusal): value is Refusal {
   return 'decision' in value;
 }
 
@@ -87,19 +102,46 @@ function writeRaw(socket: Duplex, status: number, statusText: string, body: stri
   const payload = Buffer.from(`${body}\n`, 'utf8');
   const head = [`HTTP/1.1 ${status} ${statusText}`, ...extra, 'Content-Type: text/plain; charset=utf-8', `Content-Length: ${payload.length}`, 'Connection: close', '', ''].join('\r\n');
   socket.end(Buffer.concat([Buffer.from(head, 'latin1'), payload]));
+  // The server's sockets may stay half-open: a client that never closes its side does not keep it.
+  setTimeout(() => socket.destroy(), 10_000).unref();
 }
 
-const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 403: 'Forbidden', 407: 'Proxy Authentication Required', 502: 'Bad Gateway' };
+const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 403: 'Forbidden', 407: 'Proxy Authentication Required', 429: 'Too Many Requests', 502: 'Bad Gateway' };
 const CHALLENGE = 'Proxy-Authenticate: Basic realm="berth"';
 
 export function egressProxy(options: EgressProxyOptions): EgressProxy {
   const { metrics, log } = options;
-  const open = new Set<{ destroy(): void }>();
+  /** Every outgoing connection, with the credential it was opened with. */
+  const open = new Map<{ destroy(): void }, Credential>();
+  const openPerRun = new Map<string, number>();
 
-  function track<T extends { destroy(): void; once(event: 'close', listener: () => void): unknown }>(thing: T): T {
-    open.add(thing);
-    thing.once('close', () => open.delete(thing));
+  /** Keeps an outgoing socket or request, counted against its run's limit, to be ended by close() or the run's end. */
+  function track<T extends { destroy(): void; once(event: 'close', listener: () => void): unknown }>(thing: T, credential: Credential): T {
+    const { runId } = credential.holder;
+    open.set(thing, credential);
+    openPerRun.set(runId, (openPerRun.get(runId) ?? 0) + 1);
+    thing.once('close', () => {
+      open.delete(thing);
+      const left = (openPerRun.get(runId) ?? 1) - 1;
+      if (left > 0) openPerRun.set(runId, left);
+      else openPerRun.delete(runId);
+    });
     return thing;
+  }
+
+  // A tunnel outlives the request that opened it: once its run ended (its token revoked), it is closed too,
+  // so a run's credential buys nothing after the run, not even a connection it opened before.
+  const sweep = setInterval(() => {
+    for (const [thing, { token }] of open) {
+      if (options.grants.lookup(token)?.state !== 'bound') thing.destroy();
+    }
+  }, options.revocationSweepMs ?? REVOCATION_SWEEP_MS);
+  sweep.unref();
+
+  /** Checked right before each outgoing connection is made (synchronously with it, so bursts cannot slip past). */
+  function tooManyOpen(holder: GrantHolder): Refusal | undefined {
+    if ((openPerRun.get(holder.runId) ?? 0) < MAX_OPEN_PER_RUN) return undefined;
+    return { status: 429, decision: 'failed', reason: `this run has ${MAX_OPEN_PER_RUN} connections open through the proxy already` };
   }
 
   function note(method: Method, host: string, port: number, decision: EgressDecision, holder: GrantHolder | undefined, reason?: string): void {
@@ -145,6 +187,7 @@ export function egressProxy(options: EgressProxyOptions): EgressProxy {
         clearTimeout(timer);
         client.off('data', onData);
         client.off('close', onClose);
+        client.off('end', onClose);
         client.pause();
         resolve({ hello, bytes: seen });
       };
@@ -158,6 +201,8 @@ export function egressProxy(options: EgressProxyOptions): EgressProxy {
       if (first !== undefined) return resolve({ hello: first, bytes: seen });
       timer = setTimeout(() => finish('timeout'), HELLO_TIMEOUT_MS);
       client.on('data', onData);
+      // The server's sockets are half-open capable: a client's FIN alone ends the wait.
+      client.once('end', onClose);
       client.once('close', onClose);
       client.resume();
     });
@@ -177,13 +222,13 @@ export function egressProxy(options: EgressProxyOptions): EgressProxy {
   async function connectTunnel(request: IncomingMessage, client: Duplex, head: Buffer): Promise<void> {
     client.on('error', () => client.destroy());
     const target = parseAuthority(request.url ?? '');
-    const holderOrRefusal = credentialOf(request, options.grants);
-    if (isRefusal(holderOrRefusal)) {
-      note('CONNECT', target?.host ?? String(request.url), target?.port ?? 0, holderOrRefusal.decision, undefined, holderOrRefusal.reason);
-      writeRaw(client, 407, STATUS_TEXT[407]!, message(target?.host ?? String(request.url), target?.port ?? 0, holderOrRefusal.reason, undefined), [CHALLENGE]);
+    const credential = credentialOf(request, options.grants);
+    if (isRefusal(credential)) {
+      note('CONNECT', target?.host ?? String(request.url), target?.port ?? 0, credential.decision, undefined, credential.reason);
+      writeRaw(client, 407, STATUS_TEXT[407]!, message(target?.host ?? String(request.url), target?.port ?? 0, credential.reason, undefined), [CHALLENGE]);
       return;
     }
-    const holder = holderOrRefusal;
+    const { holder } = credential;
     if (!target) {
       const reason = `"${request.url}" is not host:port`;
       note('CONNECT', String(request.url), 0, 'refused_protocol', holder, reason);
@@ -199,10 +244,12 @@ export function egressProxy(options: EgressProxyOptions): EgressProxy {
     const verdict = await judge(holder, host, port);
     if ('decision' in verdict) return refuse(verdict);
     if (client.destroyed) return;
+    const crowded = tooManyOpen(holder);
+    if (crowded) return refuse(crowded);
 
     // Connected before the 200: a host that cannot be reached gets an answer the client shows, and the
     // handshake overlaps the client's first flight.
-    const upstream = track(connect({ host: verdict.address, port, noDelay: true, timeout: CONNECT_TIMEOUT_MS }));
+    const upstream = track(connect({ host: verdict.address, port, noDelay: true, timeout: CONNECT_TIMEOUT_MS }), credential);
     // Errors after the connection was judged end the tunnel (below); none may go unheard.
     upstream.on('error', () => undefined);
     const connected = await new Promise<Error | undefined>((resolve) => {
@@ -220,7 +267,8 @@ export function egressProxy(options: EgressProxyOptions): EgressProxy {
       upstream.destroy();
       return;
     }
-    track(client);
+    upstream.once('close', () => client.destroy());
+    client.once('close', () => upstream.destroy());
     client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
 
     const { hello, bytes } = await readClientHello(client, head);
@@ -233,16 +281,13 @@ export function egressProxy(options: EgressProxyOptions): EgressProxy {
       return;
     }
     note('CONNECT', host, port, 'allowed', holder);
-    upstream.on('error', () => client.destroy());
-    upstream.on('close', () => client.destroy());
-    client.on('close', () => upstream.destroy());
     upstream.write(bytes);
     client.pipe(upstream);
     upstream.pipe(client);
   }
 
   async function forwardPlain(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const holderOrRefusal = credentialOf(request, options.grants);
+    const credential = credentialOf(request, options.grants);
     let url: URL | undefined;
     try {
       url = new URL(request.url ?? '');
@@ -257,11 +302,11 @@ export function egressProxy(options: EgressProxyOptions): EgressProxy {
       response.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', connection: 'close', ...extra });
       response.end(`${text}\n`);
     };
-    if (isRefusal(holderOrRefusal)) {
-      note('HTTP', host, port, holderOrRefusal.decision, undefined, holderOrRefusal.reason);
-      return answer(407, message(host, port, holderOrRefusal.reason, undefined), { 'proxy-authenticate': 'Basic realm="berth"' });
+    if (isRefusal(credential)) {
+      note('HTTP', host, port, credential.decision, undefined, credential.reason);
+      return answer(407, message(host, port, credential.reason, undefined), { 'proxy-authenticate': 'Basic realm="berth"' });
     }
-    const holder = holderOrRefusal;
+    const { holder } = credential;
     const refuse = (refusal: Refusal): void => {
       note('HTTP', host, port, refusal.decision, holder, refusal.reason);
       answer(refusal.status, message(host, port, refusal.reason, holder));
@@ -276,10 +321,13 @@ export function egressProxy(options: EgressProxyOptions): EgressProxy {
     }
     const verdict = await judge(holder, host, port);
     if ('decision' in verdict) return refuse(verdict);
+    const crowded = tooManyOpen(holder);
+    if (crowded) return refuse(crowded);
 
     const headers = endToEndHeaders(request.headers);
     const outgoing: ClientRequest = track(
       httpRequest({ host: verdict.address, port, method: request.method, path: `${url.pathname}${url.search}`, headers, setHost: false, agent: false, timeout: CONNECT_TIMEOUT_MS }),
+      credential,
     );
     outgoing.on('socket', (socket: Socket) => socket.setNoDelay(true));
     outgoing.once('response', (upstream) => {
@@ -314,7 +362,8 @@ export function egressProxy(options: EgressProxyOptions): EgressProxy {
       });
     },
     close() {
-      for (const thing of open) thing.destroy();
+      clearInterval(sweep);
+      for (const thing of open.keys()) thing.destroy();
       open.clear();
     },
   };

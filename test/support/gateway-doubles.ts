@@ -16,6 +16,11 @@ export class FakeGrants implements GrantLookup {
     return bound;
   }
 
+  /** The run ended: its token no longer exists. */
+  revoke(token: string): void {
+    this.grants.delete(token);
+  }
+
   /** A token issued with its container but not yet claimed by a run. */
   issue(token: string, runId: string): void {
     this.grants.set(token, { state: 'issued', runId, issuedAt: Date.now() });
@@ -68,7 +73,7 @@ export interface TestGateway {
   count(metric: 'egressRequests' | 'gatewayRequests', label: string): Promise<number>;
 }
 
-export async function startTestGateway(options: { upstream?: UpstreamModel } & Partial<Pick<GatewayOptions, 'allowedClients' | 'resolveOverride' | 'lookup'>> = {}): Promise<TestGateway> {
+export async function startTestGateway(options: { upstream?: UpstreamModel } & Partial<Pick<GatewayOptions, 'allowedClients' | 'resolveOverride' | 'lookup' | 'revocationSweepMs'>> = {}): Promise<TestGateway> {
   const grants = new FakeGrants();
   const budgets = new FakeBudgets();
   const usage = new FakeRecorder();
@@ -88,6 +93,7 @@ export async function startTestGateway(options: { upstream?: UpstreamModel } & P
     ...(options.allowedClients ? { allowedClients: options.allowedClients } : {}),
     ...(options.resolveOverride ? { resolveOverride: options.resolveOverride } : {}),
     ...(options.lookup ? { lookup: options.lookup } : {}),
+    ...(options.revocationSweepMs ? { revocationSweepMs: options.revocationSweepMs } : {}),
   });
   return {
     handle, url: `http://127.0.0.1:${handle.port}`, grants, budgets, usage, metrics, refusals, logs,

@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { promisify } from 'node:util';
+import { MAX_OPEN_PER_RUN } from '../../src/gateway/egress-proxy.js';
 import { allowlist, startTestGateway, type TestGateway } from '../support/gateway-doubles.js';
 
 const exec = promisify(execFile);
@@ -335,6 +336,60 @@ describe('the egress proxy', () => {
       assert.equal(answer.status, 400);
       assert.equal(gateway.usage.egress[0]!.decision, 'refused_protocol');
     });
+  });
+
+  it(`one run holds at most ${MAX_OPEN_PER_RUN} connections through the proxy; closed ones free their place`, async () => {
+    const tunnels: Socket[] = [];
+    try {
+      for (let index = 0; index < MAX_OPEN_PER_RUN; index++) {
+        const answer = await connectThrough(gateway.handle.port, `raw.test:${rawPort}`, basic('brt_allow'));
+        assert.equal(answer.status, 200, `tunnel ${index}`);
+        tunnels.push(answer.socket);
+      }
+      const refused = await connectThrough(gateway.handle.port, `raw.test:${rawPort}`, basic('brt_allow'));
+      assert.equal(refused.status, 429);
+      assert.match(refused.body, /this run has \d+ connections open through the proxy already/);
+      const other = await connectThrough(gateway.handle.port, `allowed.test:${httpsPort}`, basic('brt_open'));
+      assert.equal(other.status, 200, "another run's are its own");
+      other.socket.destroy();
+      const closed = tunnels.pop()!;
+      closed.destroy();
+      // The proxy sees the close, then its upstream side closes and frees the place.
+      for (let waited = 0; ; waited += 10) {
+        const again = await connectThrough(gateway.handle.port, `raw.test:${rawPort}`, basic('brt_allow'));
+        if (again.status === 200) {
+          tunnels.push(again.socket);
+          break;
+        }
+        assert.ok(waited < 2000, 'a closed tunnel freed its place');
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    } finally {
+      for (const tunnel of tunnels) tunnel.destroy();
+    }
+  });
+
+  it("a run's open tunnels are closed once its credential is revoked; other runs' stay open", async () => {
+    const own = await startTestGateway({ resolveOverride: new Map([['allowed.test', '127.0.0.1']]), revocationSweepMs: 50 });
+    try {
+      own.grants.bind('brt_ending', { runId: 'run-ending', policy: allowlist(`allowed.test:${httpsPort}`) });
+      own.grants.bind('brt_staying', { runId: 'run-staying', policy: allowlist(`allowed.test:${httpsPort}`) });
+      const tunnels = await Promise.all(['brt_ending', 'brt_staying'].map(async (token) => {
+        const answer = await connectThrough(own.handle.port, `allowed.test:${httpsPort}`, basic(token));
+        const tls = tlsConnect({ socket: answer.socket, servername: 'allowed.test', ca: cert });
+        tls.on('error', () => undefined);
+        await once(tls, 'secureConnect');
+        return answer.socket;
+      }));
+      const ended = closedBy(tunnels[0]!);
+      own.grants.revoke('brt_ending');
+      await ended;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      assert.equal(tunnels[1]!.destroyed, false);
+      tunnels[1]!.destroy();
+    } finally {
+      await own.handle.close();
+    }
   });
 
   it('closing the gateway ends open tunnels', async () => {
