@@ -1,10 +1,11 @@
-// berth run --network/--allow: the egress policy the command line sends as container.network. --allow
-// (repeatable) is an allowlist of exactly those hosts, --network alone a mode, neither the server's default;
-// a contradiction is a usage error before anything is sent.
+// berth run and berth agents spawn --network/--allow: the egress policy the command line sends as
+// container.network. --allow (repeatable) is an allowlist of exactly those hosts, --network alone a mode,
+// neither the server's default; a contradiction is a usage error before anything is sent.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { CommanderError } from 'commander';
-import type { Berth, RunRequest } from '@berth/client';
+import type { Berth, RunRequest, SpawnRequest } from '@berth/client';
+import { agentsCommand } from '../../packages/cli/src/commands/agents.js';
 import { runCommand } from '../../packages/cli/src/commands/run.js';
 import type { Context } from '../../packages/cli/src/context.js';
 import { Output } from '../../packages/cli/src/output.js';
@@ -95,5 +96,38 @@ describe('berth run --network and --allow', () => {
     assert.equal(sent, undefined);
     assert.equal(exitCode, 1);
     assert.match(stderr, /Allowed choices are none, allowlist, open/);
+  });
+});
+
+describe('berth agents spawn --network and --allow', () => {
+  /** Parses `berth agents spawn <args>`; answers the body sent, or the usage error. */
+  async function spawn(...args: string[]): Promise<{ sent?: SpawnRequest; stderr: string }> {
+    let sent: SpawnRequest | undefined;
+    let stderr = '';
+    const snapshot = { id: 'agent-1', session_id: '00000000-0000-4000-8000-000000000000', status: 'starting', created_at: '2030-01-01T00:00:00.000Z', last_activity_at: '2030-01-01T00:00:00.000Z', idle_timeout_seconds: 1800, turns_completed: 0 };
+    const berth = { agents: { spawn: async (request: SpawnRequest) => ((sent = request), snapshot) } } as unknown as Berth;
+    const context: Context = { url: 'http://berth.test', berth, output: new Output('json', { write: () => true }), credentials: undefined as never };
+    const command = agentsCommand(() => context)
+      .exitOverride()
+      .configureOutput({ writeErr: (text) => (stderr += text), writeOut: () => undefined });
+    for (const sub of command.commands) sub.exitOverride().configureOutput({ writeErr: (text) => (stderr += text), writeOut: () => undefined });
+    try {
+      await command.parseAsync(['spawn', ...args], { from: 'user' });
+    } catch (error) {
+      if (!(error instanceof CommanderError)) throw error;
+    }
+    return { sent, stderr };
+  }
+
+  it('sends container.network with the agent, nothing else of the container options', async () => {
+    assert.deepEqual((await spawn('--allow', 'pypi.org', '--allow', '*.npmjs.org')).sent?.container, { network: { mode: 'allowlist', allow: ['pypi.org', '*.npmjs.org'] } });
+    assert.deepEqual((await spawn('--network', 'none')).sent?.container, { network: { mode: 'none' } });
+    assert.equal((await spawn()).sent?.container, undefined);
+  });
+
+  it('refuses --allow with --network open before spawning', async () => {
+    const { sent, stderr } = await spawn('--network', 'open', '--allow', 'pypi.org');
+    assert.equal(sent, undefined);
+    assert.match(stderr, /--allow lists the hosts of an allowlist; it cannot go with --network open/);
   });
 });

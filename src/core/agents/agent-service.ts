@@ -33,6 +33,8 @@ export interface AgentSpawnRequest {
   readonly idle_timeout_seconds?: number;
   readonly disable_idle_timeout?: boolean;
   readonly engine?: EngineOptions;
+  /** Only the egress policy of the container options applies to an agent. */
+  readonly container?: { readonly network?: NonNullable<RunRequest['container']>['network'] };
 }
 
 export interface AgentServiceDependencies {
@@ -111,6 +113,7 @@ export class AgentService {
         ...(request.workdir !== undefined ? { workdir: request.workdir } : {}),
         ...(request.workspace !== undefined ? { workspace: request.workspace } : {}),
         ...(request.engine !== undefined ? { engine: request.engine } : {}),
+        ...(request.container?.network !== undefined ? { container: { network: request.container.network } } : {}),
       },
       // Agents have a pool of their own: an engine taking turns has neither the title hook nor partial messages.
       { caller, purpose: 'agent' },

@@ -4,7 +4,7 @@ import { requestCaller } from '../caller.js';
 import type { FastifyInstance } from 'fastify';
 import { once } from 'node:events';
 import { Type, type Static } from '@sinclair/typebox';
-import { EngineOptionsSchema } from '../../core/run-request.js';
+import { EngineOptionsSchema, NetworkSchema } from '../../core/run-request.js';
 import type { AgentService } from '../../core/agents/agent-service.js';
 import { AGENT_STATUSES } from '../../core/agents/agent-types.js';
 import { errors } from '../../errors.js';
@@ -54,6 +54,12 @@ const SpawnBodySchema = Type.Object(
     ),
     disable_idle_timeout: Type.Optional(Type.Boolean({ description: 'No idle watchdog: the agent lives until DELETE or service shutdown.' })),
     engine: Type.Optional(EngineOptionsSchema),
+    container: Type.Optional(
+      Type.Object(
+        { network: Type.Optional(NetworkSchema) },
+        { additionalProperties: false, description: 'Of the container options only `network` applies to an agent (its egress policy, as on POST /run); the others are the server\'s defaults.' },
+      ),
+    ),
   },
   { additionalProperties: false },
 );
@@ -99,7 +105,7 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDepend
         tags: ['agents'],
         summary: 'Spawn a persistent agent (one engine process in one container)',
         description:
-          'Answers at once with status starting; the agent becomes idle when the engine is ready. The engine always reads and writes stream-json and runs verbose; the other engine options apply as on POST /run (container options are not accepted). A session the agent creates is hidden: GET /sessions does not list it and its messages are not served.',
+          'Answers at once with status starting; the agent becomes idle when the engine is ready. The engine always reads and writes stream-json and runs verbose; the other engine options apply as on POST /run; of the container options only `container.network` (the agent\'s egress policy) is accepted. A session the agent creates is hidden: GET /sessions does not list it and its messages are not served.',
         body: withExample(SpawnBodySchema, { prompt: 'Read the failing test and fix it', workdir: '/work/project', idle_timeout_seconds: 600, engine: { model: 'sonnet' } }),
         response: {
           200: withExample(AgentSnapshotSchema, { ...EXAMPLE_SNAPSHOT, status: 'starting', last_activity_at: EXAMPLE_SNAPSHOT.created_at, idle_timeout_seconds: 600, turns_completed: 0 }),

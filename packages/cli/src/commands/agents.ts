@@ -1,8 +1,9 @@
 // berth agents spawn|ls|show|rm|chat: persistent agents, one engine process per container taking many turns.
-import { Command } from 'commander';
-import type { Agent } from '@berth/client';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import type { Agent, NetworkMode, NetworkPolicy } from '@berth/client';
 import { chat } from '../chat.js';
 import { parseCount, type Context, type ContextOf } from '../context.js';
+import { NETWORK_MODES, networkPolicy } from '../network-option.js';
 import { shortTime, styled } from '../output.js';
 
 interface SpawnOptions {
@@ -10,6 +11,8 @@ interface SpawnOptions {
   readonly workdir?: string;
   readonly workspace?: string;
   readonly model?: string;
+  readonly network?: NetworkMode;
+  readonly allow?: string[];
   /** Seconds, or false for --no-idle-timeout. */
   readonly idleTimeout?: number | false;
 }
@@ -24,15 +27,25 @@ export function agentsCommand(contextOf: ContextOf): Command {
     .option('-w, --workdir <path>', 'working directory inside the container (default /workspace)')
     .option('--workspace <id>', 'mount this workspace (berth push) read-write at the working directory; held while the agent lives')
     .option('-m, --model <model>', 'model name or alias, e.g. sonnet')
+    .addOption(new Option('--network <mode>', "what the agent may reach through Berth's egress proxy (default: the server's allowlist)").choices(NETWORK_MODES))
+    .option('--allow <host>', 'a host the agent may reach, e.g. pypi.org, *.npmjs.org, example.com:8443 (repeatable; means --network allowlist)', (value: string, previous: string[] | undefined) => [...(previous ?? []), value])
     .option('--idle-timeout <seconds>', "stop the agent after this long without a turn (default: the server's)", parseCount)
     .option('--no-idle-timeout', 'keep the agent until it is removed')
     .action(async (options: SpawnOptions, command: Command) => {
+      let network: NetworkPolicy | undefined;
+      try {
+        network = networkPolicy(options.network, options.allow);
+      } catch (error) {
+        if (error instanceof InvalidArgumentError) command.error(`error: ${error.message}`);
+        throw error;
+      }
       const context = contextOf(command);
       const agent = await context.berth.agents.spawn({
         ...(options.prompt !== undefined ? { prompt: options.prompt } : {}),
         ...(options.workdir !== undefined ? { workdir: options.workdir } : {}),
         ...(options.workspace !== undefined ? { workspace: options.workspace } : {}),
         ...(options.model !== undefined ? { engine: { model: options.model } } : {}),
+        ...(network !== undefined ? { container: { network } } : {}),
         ...(typeof options.idleTimeout === 'number' ? { idle_timeout_seconds: options.idleTimeout } : {}),
         ...(options.idleTimeout === false ? { disable_idle_timeout: true } : {}),
       });

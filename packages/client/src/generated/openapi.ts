@@ -2768,7 +2768,7 @@ export interface paths {
         put?: never;
         /**
          * Spawn a persistent agent (one engine process in one container)
-         * @description Answers at once with status starting; the agent becomes idle when the engine is ready. The engine always reads and writes stream-json and runs verbose; the other engine options apply as on POST /run (container options are not accepted). A session the agent creates is hidden: GET /sessions does not list it and its messages are not served.
+         * @description Answers at once with status starting; the agent becomes idle when the engine is ready. The engine always reads and writes stream-json and runs verbose; the other engine options apply as on POST /run; of the container options only `container.network` (the agent's egress policy) is accepted. A session the agent creates is hidden: GET /sessions does not list it and its messages are not served.
          */
         post: {
             parameters: {
@@ -2842,6 +2842,16 @@ export interface paths {
                             bedrock_service_tier?: "default" | "flex" | "priority";
                             /** @description Enable the PowerShell tool (no effect in Linux containers). Default false. */
                             enable_powershell_tool?: boolean;
+                        };
+                        /** @description Of the container options only `network` applies to an agent (its egress policy, as on POST /run); the others are the server's defaults. */
+                        container?: {
+                            /** @description Egress policy: the container has no route out; HTTP_PROXY/HTTPS_PROXY point at Berth's egress proxy, which admits only what this allows (docs/egress.md). */
+                            network?: {
+                                /** @description none: no host at all; allowlist (default): only the hosts in allow; open: any public host (only where SERVICE_EGRESS_ALLOW_OPEN=true). The model gateway is reachable in every mode; loopback, private, link-local and metadata addresses in none. */
+                                mode?: "none" | "allowlist" | "open";
+                                /** @description Hosts the run may reach through the egress proxy (HTTP, and HTTPS via CONNECT): "name", "*.name" (subdomains), either with ":port" (without one: ports 80 and 443). Default SERVICE_EGRESS_DEFAULT_ALLOW; each must be covered by SERVICE_EGRESS_ALLOWED_HOSTS when the server sets it. Only with mode allowlist. */
+                                allow?: string[];
+                            };
                         };
                     };
                 };
