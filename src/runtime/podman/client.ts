@@ -134,7 +134,17 @@ export class PodmanClient {
     return response.statusCode;
   }
 
-  async close(): Promise<void> {
-    await this.client.close();
+  /**
+   * Lets the calls in flight finish for up to `graceMs`, then cuts the rest: at a detaching stop, the long
+   * calls on containers Berth lets go of (a job's wait, an agent's log) would otherwise hold the process for
+   * as long as those containers run (a job's engine whose model requests wait for the next start's gateway).
+   */
+  async close(graceMs = 2_000): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const closed = this.client.close().then(() => false);
+    const graceOver = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), graceMs)));
+    const cut = await Promise.race([closed, graceOver]);
+    clearTimeout(timer);
+    if (cut) await this.client.destroy();
   }
 }
