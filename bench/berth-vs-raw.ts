@@ -2,8 +2,9 @@
 // engine command, talking to the same offline model, in one process: sequentially and at concurrency 1,
 // 4 and 8, raw, Berth with the pool of pre-started engines off and Berth with it on (its default size),
 // measured alternately round by round. Then /run/stream's first frame, persistent agents (spawn to idle,
-// send to first output, memory with 20 idle), workspaces (bench/workspace-rows.ts) and a soak of POST /run
-// at concurrency 8 with the pool on.
+// send to first output, memory with 20 idle), workspaces (bench/workspace-rows.ts), the model gateway's
+// added time to the first streamed byte (bench/gateway-rows.ts) and a soak of POST /run at concurrency 8
+// with the pool on.
 // Prints the tables and writes the figures as JSON to bench/results/.
 //   npx tsx bench/berth-vs-raw.ts [--rounds N] [--soak N] [--levels 1,4,8]
 import { execFile } from 'node:child_process';
@@ -18,8 +19,9 @@ import { startBerth } from '../src/server.js';
 import { startOfflineModel } from '../src/offline-model/server.js';
 import { INSTANCE_LABEL } from '../src/runtime/container-runtime.js';
 import { percentile, runLoad, type LoadResult } from '../test/support/load.js';
-import { modelUrlFromContainers } from '../test/support/berth.js';
+import { modelUrlFromHost } from '../test/support/berth.js';
 import { measureWorkspaces, printWorkspaceRows, type WorkspaceRows } from './workspace-rows.js';
+import { DEFAULT_SAMPLES as GATEWAY_SAMPLES, measureGateway, printGatewayRows, type GatewayRows } from './gateway-rows.js';
 
 // The raw runs need the same Podman settings as Berth on this kind of host (runc, explicit ulimits).
 process.env.CONTAINERS_CONF ??= join(import.meta.dirname, '..', 'scripts', 'containers.conf');
@@ -42,8 +44,14 @@ const secret = `berth-bench-key-${randomBytes(4).toString('hex')}`;
 const dir = await mkdtemp(join(tmpdir(), 'berth-bench-'));
 const model = await startOfflineModel({ host: '0.0.0.0', port: 0, apiKey: key });
 await exec('sh', ['-c', `printf '%s' "$KEY" | podman secret create ${secret} -`], { env: { ...process.env, KEY: key } });
-// Both sides reach the model at the network's gateway address, as Berth reaches its own offline model.
-const modelUrl = await modelUrlFromContainers(model.port);
+// Berth's gateway reaches the model from the host; a raw container, which has no gateway, reaches it on
+// Podman's default network at that network's gateway address (Berth's agent network has no way out but
+// Berth's gateway).
+const modelUrl = modelUrlFromHost(model.port);
+const rawNetwork = 'podman';
+const rawGateway = (await exec('podman', ['network', 'inspect', rawNetwork, '--format', '{{range .Subnets}}{{.Gateway}} {{end}}'])).stdout.trim().split(' ')[0];
+if (!rawGateway) throw new Error(`podman network "${rawNetwork}" has no gateway`);
+const rawModelUrl = `http://${rawGateway}:${model.port}`;
 const instance = `bench-${randomBytes(3).toString('hex')}`;
 const berthConfig = (name: string, poolSize: number) =>
   loadConfig({
@@ -74,10 +82,10 @@ const pooled = await startBerth(pooledConfig, pino({ level: 'error' }));
 
 // What a user would type: the engine image mounted by Podman, the same limits Berth applies by default.
 const rawArgs = [
-  'run', '--rm', '--network', config.agent.network,
+  'run', '--rm', '--network', rawNetwork,
   '--mount', `type=image,source=${config.agent.engineImage},destination=/opt/claude`,
   '--secret', `${secret},type=env,target=ANTHROPIC_API_KEY`,
-  '-e', `ANTHROPIC_BASE_URL=${modelUrl}`,
+  '-e', `ANTHROPIC_BASE_URL=${rawModelUrl}`,
   '-e', 'CLAUDE_CONFIG_DIR=/tmp/engine', '-e', 'CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1', '-e', 'IS_SANDBOX=1',
   '-e', 'CLAUDE_CODE_MAX_RETRIES=0',
   '--memory', '512m', '--memory-swap', '512m', '--cpus', '1', '--pids-limit', String(config.agent.pidsLimit), '--cap-drop', 'ALL',
@@ -223,6 +231,7 @@ interface Soak {
 }
 let soak: Soak | undefined;
 let workspaces: WorkspaceRows | undefined;
+let gateway: GatewayRows | undefined;
 interface OffOn {
   off: number;
   on: number;
@@ -301,6 +310,9 @@ try {
     (line) => process.stderr.write(`${line}\n`),
   );
 
+  process.stderr.write('model gateway…\n');
+  gateway = await measureGateway(GATEWAY_SAMPLES, (line) => process.stderr.write(`${line}\n`));
+
   if (soakRuns > 0) {
     process.stderr.write(`soak: ${soakRuns} POST /run at concurrency 8 (pool on)…\n`);
     const soakSide = side();
@@ -353,6 +365,7 @@ console.log(`| POST /agents to idle, p50 (pool off / on) | ${extras.agent_idle_m
 console.log(`| agent send to first output, p50 (pool off / on) | ${extras.agent_first_output_ms.off} / ${extras.agent_first_output_ms.on} ms |`);
 console.log(`| bench process RSS (both Berths in it) before / with ${IDLE_AGENTS} idle agents | ${extras.rss_mb_idle_agents.before} / ${extras.rss_mb_idle_agents.after} MiB |`);
 if (workspaces) printWorkspaceRows(workspaces);
+if (gateway) printGatewayRows(gateway);
 if (soak) {
   console.log(
     `\nsoak: ${soak.runs} POST /run at concurrency 8 (pool on): ${soak.failures} failures, p50 ${soak.p50_ms} ms, p95 ${soak.p95_ms} ms (p95/p50 ${soak.p95_over_p50}), ${soak.throughput_per_s} runs/s, ${soak.containers_left} containers left`,
@@ -361,7 +374,7 @@ if (soak) {
 const resultsDir = join(import.meta.dirname, 'results');
 await mkdir(resultsDir, { recursive: true });
 const file = join(resultsDir, `berth-vs-raw-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-await writeFile(file, `${JSON.stringify({ at: new Date().toISOString(), levels: rows, extras, workspaces, soak }, null, 2)}\n`);
+await writeFile(file, `${JSON.stringify({ at: new Date().toISOString(), levels: rows, extras, workspaces, gateway, soak }, null, 2)}\n`);
 console.log(`\nfigures written to ${file}`);
 const failed = rows.some((r) => r.berth.failures > 0 || r.pooled.failures > 0) || (soak !== undefined && (soak.failures > 0 || soak.containers_left > 0));
 if (failed) process.exitCode = 1;

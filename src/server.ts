@@ -17,7 +17,7 @@ import { createMetrics } from './metrics/metrics.js';
 import { PodmanClient } from './runtime/podman/client.js';
 import { PodmanRuntime } from './runtime/podman/podman-runtime.js';
 import { startPodmanService, type PodmanService } from './runtime/podman/service-process.js';
-import { STACK_INSTANCE_LABEL, type ContainerRuntime } from './runtime/container-runtime.js';
+import { INSTANCE_LABEL, RUN_LABEL, STACK_INSTANCE_LABEL } from './runtime/container-runtime.js';
 import { NetworkIsolation } from './runtime/podman/network-isolation.js';
 import { prepareEngineImage } from './core/runs/engine-image.js';
 import { withTranslatedErrors } from './core/runtime-errors.js';
@@ -62,6 +62,8 @@ import { ImageProbe } from './core/images/image-probe.js';
 import { registerImageRoutes } from './http/routes/images.js';
 import { SqliteWorkspaceStore } from './store/workspaces/sqlite-workspace-store.js';
 import { SqliteUsageStore } from './store/usage/sqlite-usage-store.js';
+import { Budgets } from './core/gateway/budgets.js';
+import { startGateway } from './gateway/gateway-server.js';
 import { UsageReport } from './core/gateway/usage-report.js';
 import { registerUsageRoutes } from './http/routes/usage.js';
 import { TREE_DIR, VIEW_SUFFIX, WorkspaceDisks, workspaceInodes } from './runtime/workspace-disks.js';
@@ -84,14 +86,28 @@ export interface RunningBerth {
   readonly pools: EnginePools;
   /** Workspaces (docs/workspaces.md): unavailable (503) on a Berth that cannot mount file systems. */
   readonly workspaces: WorkspaceService;
+  /** The model gateway and egress proxy: the URL engine containers use, and its port on the host. */
+  readonly gateway: { readonly url: string; readonly port: number };
+  /** The per-run credentials the gateway admits. */
+  readonly grants: RunGrants;
+  /** What the gateway recorded (model requests, egress decisions). */
+  readonly usage: SqliteUsageStore;
   /** Resolves once every run answered before its end (at its result) has also ended: container removed, transcript kept. */
   settled(): Promise<void>;
   stop(): Promise<void>;
 }
 
+/** The gateway's upstream while no model is configured: runs are refused (503) before any container, so nothing calls it. */
+const UNCONFIGURED_UPSTREAM = { baseUrl: 'http://127.0.0.1:9', credential: { kind: 'api_key', value: '' } } as const;
+
+/** What tests may change in a Berth (never set in production). */
+export interface BerthHooks {
+  /** Host name → IPv4 address the egress proxy connects to for it, without the internal-address check (local servers standing for outside hosts). */
+  readonly egressResolveOverride?: ReadonlyMap<string, string>;
+}
+
 /** Addresses agent containers connect from: their network's subnets (undefined: no filter is possible). */
-async function agentNetworkClients(runtime: ContainerRuntime, network: string): Promise<BlockList | undefined> {
-  const subnets = await runtime.networkSubnets(network);
+function agentNetworkClients(subnets: readonly string[]): BlockList | undefined {
   if (subnets.length === 0) return undefined;
   const clients = new BlockList();
   for (const subnet of subnets) {
@@ -101,7 +117,16 @@ async function agentNetworkClients(runtime: ContainerRuntime, network: string): 
   return clients;
 }
 
-export async function startBerth(config: Config, logger: Logger): Promise<RunningBerth> {
+export async function startBerth(configured: Config, logger: Logger, hooks: BerthHooks = {}): Promise<RunningBerth> {
+  // Rootless Podman gives containers a route out (slirp4netns) and keeps its bridges out of the host's
+  // nftables: egress cannot be enforced there, and no policy but open is accepted (docs/egress.md).
+  const rootful = process.getuid?.() === 0;
+  const config: Config = rootful ? configured : { ...configured, egress: { ...configured.egress, enforced: false } };
+  if (!rootful && !config.egress.allowOpen) {
+    throw new Error(
+      'rootless Podman: egress cannot be enforced (containers have a route out through slirp4netns and the host\'s nftables cannot reach their bridges); set SERVICE_EGRESS_ALLOW_OPEN=true to run with open egress, or run Berth as root',
+    );
+  }
   // Stopping happens in two parts. First, in this order: runs in flight are cancelled (their containers
   // removed while Podman is still there), persistent agents are stopped (their event streams end only
   // then), the API listener closes. Then every other resource, in reverse order of creation.
@@ -134,13 +159,17 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     // Core services get the runtime whose unreachable-Podman errors are already Berth's 503.
     const runtime = withTranslatedErrors(podman);
     await runtime.ping();
-    // Callers' networks are kept apart on the host before any stack is adopted or container started.
-    // Rootless Podman keeps its bridges in its own network namespace, out of the host's nftables.
-    if (process.getuid?.() === 0) {
-      const byInstance = `${STACK_INSTANCE_LABEL}=${config.instanceName}`;
-      cleanups.push(await podman.isolateNetworks(new NetworkIsolation(config.instanceName), config.agent.network, byInstance));
-    } else {
-      logger.warn('rootless Podman: networks are not isolated between callers (stack networks have no route out, but engine containers can reach each other and other callers\' stacks; docs/compose.md)');
+    // The agent network: rootful, no route out (the gateway's port is its one way out, closed to the rest of
+    // the host by the network isolation below); rootless, Podman's own route out. Removed at stop when Berth
+    // made it and no container (a job, an agent) still uses it.
+    const agentNetwork = await runtime.ensureAgentNetwork(config.agent.network, { [INSTANCE_LABEL]: config.instanceName }, { internal: rootful });
+    if (agentNetwork.createdByBerth) {
+      cleanups.push(async () => {
+        if (!(await podman.releaseAgentNetwork(agentNetwork.name))) logger.info({ network: agentNetwork.name }, 'the agent network is still used by containers that outlive this process: kept');
+      });
+    }
+    if (!rootful) {
+      logger.warn('rootless Podman: egress is not enforced (engine containers have a route out; only container.network mode "open" is accepted), and networks are not isolated between callers (stack networks have no route out, but engine containers can reach each other and other callers\' stacks; docs/egress.md, docs/compose.md)');
     }
     // Async jobs a previous process left running keep their containers and directories: they are followed
     // again (JobService.start). Everything else that process left is removed.
@@ -214,8 +243,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       cleanups.push(async () => clearInterval(sweeper));
     }
 
-    const rootful = process.getuid?.() === 0;
-    const agentNetworkGateway = (await runtime.networkGateways(config.agent.network))[0];
+    const agentNetworkGateway = agentNetwork.gateways[0];
     const engineAccess = new EngineAccess(config, runtime, async ({ host, apiKey }) =>
       startOfflineModel({
         host,
@@ -236,13 +264,61 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     if (staleGrants > 0) logger.info({ revoked: staleGrants }, 'revoked the credentials of runs the previous process left');
     // A stop that leaves jobs and agents running keeps their credentials for the next start (first of all).
     if (config.shutdown.mode === 'detach') stopFirst.unshift(async () => grants.detach());
-    // Where engine containers reach the model gateway and egress proxy: the agent network's gateway address
-    // (rootful), else the name rootless Podman gives the host.
-    const gatewayUrl = `http://${rootful && agentNetworkGateway !== undefined ? agentNetworkGateway : HOST_FROM_CONTAINER}:${config.gateway.port}`;
 
     const metrics = createMetrics();
     const metricsServer = await startMetricsServer(metrics, config.metricsAddress);
     cleanups.push(() => metricsServer.close());
+
+    // The model gateway and egress proxy (src/gateway/, docs/egress.md): the one way out of engine
+    // containers. It listens on every address (the agent bridge has its address only once a container is on
+    // it) and admits only the agent network's subnets (rootful; rootless connections arrive through Podman's
+    // port forwarder). Closed after every run ended (cleanups run after stopFirst), before the usage store.
+    const budgets = new Budgets(config.budgets, usageStore);
+    const gateway = await startGateway({
+      host: '0.0.0.0',
+      port: config.gateway.port,
+      ...(rootful ? { allowedClients: agentNetworkClients(agentNetwork.subnets) ?? new BlockList() } : {}),
+      upstream: access.mode === 'not-configured' ? UNCONFIGURED_UPSTREAM : access.upstream,
+      grants,
+      budgets,
+      usage: budgets.recorder(usageStore),
+      onBudgetRefusal: (runId, message) => grants.noteRefusal(runId, message),
+      metrics,
+      ...(hooks.egressResolveOverride ? { resolveOverride: hooks.egressResolveOverride } : {}),
+      log: (details, message) => logger.info({ component: 'gateway', ...details }, message),
+    });
+    cleanups.push(() => gateway.close());
+    // Where engine containers reach it: the agent network's gateway address (rootful), else the name
+    // rootless Podman gives the host.
+    const gatewayHost = rootful && agentNetworkGateway !== undefined ? agentNetworkGateway : HOST_FROM_CONTAINER;
+    const gatewayUrl = `http://${gatewayHost}:${gateway.port}`;
+    // Callers' networks are kept apart on the host, and the agent network reaches only the gateway's port,
+    // before any stack is adopted or container started. Rootless Podman keeps its bridges in its own
+    // network namespace, out of the host's nftables.
+    if (rootful) {
+      const byInstance = `${STACK_INSTANCE_LABEL}=${config.instanceName}`;
+      const uninstall = await podman.isolateNetworks(new NetworkIsolation(config.instanceName), config.agent.network, byInstance, gateway.port);
+      cleanups.push(async () => {
+        // Containers that outlive the stop (async jobs, agents) stay held to the rules until the next start replaces them.
+        const remaining = await runtime.listContainers(`${INSTANCE_LABEL}=${config.instanceName}`).catch(() => []);
+        if (remaining.length === 0) await uninstall();
+        else logger.info({ containers: remaining.length }, 'network isolation kept for the containers that outlive this process');
+      });
+    }
+    // Grants whose container is gone (a path that ended without revoking, a container removed behind
+    // Berth's back) are revoked every 30 s.
+    const grantSweep = setInterval(() => {
+      runtime
+        .listContainers(`${INSTANCE_LABEL}=${config.instanceName}`)
+        .then((containers) => {
+          // Engines' grants are keyed by their run label, git clones' by their container's name.
+          const revoked = grants.sweep(containers.flatMap((c) => [...(c.labels[RUN_LABEL] ? [c.labels[RUN_LABEL]] : []), ...c.names]));
+          if (revoked > 0) logger.info({ revoked }, 'revoked the credentials of runs whose containers are gone');
+        })
+        .catch((error: unknown) => logger.warn({ err: error }, 'the credential sweep failed'));
+    }, 30_000);
+    grantSweep.unref();
+    cleanups.push(async () => clearInterval(grantSweep));
 
     const tokens = new TokenService({
       // With authentication off nothing is verified; a random key keeps the service constructible.
@@ -364,6 +440,8 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       executor,
       engineAccess,
       grants,
+      // A caller whose daily model budget is spent is refused before anything of a run exists.
+      budgets,
       slots,
       pool: pools.run,
       agentPool: pools.agent,
@@ -426,6 +504,7 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
     // Persistent agents: one container each, stopped (and removed) at shutdown before the listener closes.
     agents = new AgentService({
       runs,
+      budgets,
       // An agent followed again after a restart holds its workspace again (RunService.reclaimSession).
       sessions: { hide: (id) => sessions.hide(id), reclaim: (run) => runs.reclaimSession(run, 'agent') },
       store: agentStore,
@@ -467,7 +546,9 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
             cpus: config.agent.defaultCpus,
             pidsLimit: config.agent.pidsLimit,
             secrets: secretsPolicy(config.engine),
+            allowedHosts: config.egress.allowedHosts,
           },
+          gateway: { url: gatewayUrl, grants },
           // The disk mount's tree beside its view (runtime/workspace-disks.ts), as a run's workdir gets it.
           treeHostPath: (ws) => join(ws.view.slice(0, -VIEW_SUFFIX.length), TREE_DIR),
           checkpointUpload: (ws) => workspaces.checkpointUpload(ws),
@@ -543,6 +624,9 @@ export async function startBerth(config: Config, logger: Logger): Promise<Runnin
       engineAccess,
       pools,
       workspaces,
+      gateway: { url: gatewayUrl, port: gateway.port },
+      grants,
+      usage: usageStore,
       settled: () => sessions.settled(),
       stop: stopAll,
     };

@@ -221,6 +221,20 @@ export class BuildContextError extends RuntimeError {
   }
 }
 
+/** The network engine containers sit on, as Podman describes it. */
+export interface AgentNetwork {
+  readonly name: string;
+  /** No route out of the network (Podman's `internal`). */
+  readonly internal: boolean;
+  /** Its bridge interface on this host (rootful; rootless Podman keeps it in its own namespace). */
+  readonly bridge: string | undefined;
+  readonly subnets: readonly string[];
+  /** Addresses of the host on the network: where containers reach Berth's gateway. */
+  readonly gateways: readonly string[];
+  /** It carries the labels Berth creates it with: Berth made it, and removes it at stop. */
+  readonly createdByBerth: boolean;
+}
+
 /** A runtime object (network, volume) found by label. */
 export interface LabelledObject {
   readonly name: string;
@@ -393,6 +407,14 @@ export interface ContainerRuntime {
    */
   createNetwork(name: string, labels: Readonly<Record<string, string>>): Promise<void>;
   removeNetwork(name: string): Promise<void>;
+  /**
+   * The network engine containers sit on (runtime/podman/agent-network.ts): found, or created with these
+   * labels, without DNS and, when `internal`, without a route out. Throws, with a message naming
+   * SERVICE_AGENT_NETWORK, when the existing one has a route out though `internal` was asked for.
+   */
+  ensureAgentNetwork(name: string, labels: Readonly<Record<string, string>>, options: { readonly internal: boolean }): Promise<AgentNetwork>;
+  /** Removes the agent network unless a container still uses it (then false: it is left for the next start). */
+  releaseAgentNetwork(name: string): Promise<boolean>;
   listNetworks(label: string): Promise<LabelledObject[]>;
   /**
    * `backingDir` (a directory as Berth sees it, e.g. on a stack's disk): holds the volume's data instead of

@@ -109,10 +109,12 @@ describe('compose builds, when the operator allows them', () => {
 
   test('a RUN step is an unprivileged uid with no network (neither Berth nor the gateway); the built image is its session\'s: unlisted, refused as a run image, removed with the stack', async () => {
     const port = new URL(t.url).port;
+    // Berth's model gateway and egress proxy, where engine containers get out.
+    const gateway = new URL(t.berth.gateway.url);
     const probe = [
       'uid0=$(awk \'$1 == 0 {print $2}\' /proc/self/uid_map)',
       `berth=$(bash -c 'exec 3<>/dev/tcp/127.0.0.1/${port}' 2>/dev/null && echo reached || echo no)`,
-      `gateway=$(bash -c 'exec 3<>/dev/tcp/10.88.0.1/${port}' 2>/dev/null && echo reached || echo no)`,
+      `gateway=$(bash -c 'exec 3<>/dev/tcp/${gateway.hostname}/${gateway.port}' 2>/dev/null && echo reached || echo no)`,
       'routes=$(tail -n +2 /proc/net/route | wc -l)',
       'limited=$(grep -cE "^[0-9]+:(memory|pids|cpu):.*/berth-build-" /proc/self/cgroup)',
       'mkdir /built && echo "uid0=$uid0 berth=$berth gateway=$gateway routes=$routes limited=$limited" > /built/probe',

@@ -1,9 +1,9 @@
 // Issue 23, finding 2 (networks), performed against a real Berth on real Podman with two callers: alice
 // brings up a compose stack with Redis and keeps an agent with a listener; bob's plain run scans alice's
 // stack by address and tries alice's agent, and reaches neither (alice's key is still hers); a stack
-// service reaches nothing on the host (Berth's API, any host service, on either gateway), while the engines
-// still reach the offline model and a host service through their own gateway. Berth's nftables tables
-// exist while it runs and are gone after its stop (runtime/podman/network-isolation.ts).
+// service reaches nothing on the host (Berth's API, any host service, on either gateway), and an engine
+// reaches Berth's model gateway on its network's gateway address but no other host service there. Berth's
+// nftables tables exist while it runs and are gone after its stop (runtime/podman/network-isolation.ts).
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
@@ -68,13 +68,12 @@ describe('callers\' networks are isolated', () => {
   let hostService: Server;
   let hostPort: number;
   let apiPort: number;
-  // An agent network of this test's own: the rules of other Berths running on the host (which cover
-  // Podman's default network) must not be what stops the attacks here.
+  // An agent network made by the operator (internal: Berth refuses one with a route out), not Berth's own.
   const agentNetwork = `berth-test-agents-${randomBytes(4).toString('hex')}`;
 
   before(async () => {
     project = await mkdtemp(join(tmpdir(), 'berth-attack-networks-'));
-    await podman('network', 'create', agentNetwork);
+    await podman('network', 'create', '--internal', agentNetwork);
     // A service on the host that listens everywhere, as the offline model and many host services do.
     hostService = createServer((socket) => {
       // A probe's timeout resets its connection: that is its end, not a failure.
@@ -164,8 +163,9 @@ describe('callers\' networks are isolated', () => {
     // Positive control: the listener answers (from the host, which is not a forwarded path).
     assert.equal(await readLineFromHost(agentAddress!, LISTENER_PORT), 'alice-agent');
 
-    // Bob's plain run: alice's cache by address and its neighbours, alice's agent, and a host service
-    // through bob's own gateway (the positive control: bob's engine is not cut off from the host).
+    // Bob's plain run: alice's cache by address and its neighbours, alice's agent, a host service on bob's
+    // own gateway address, and Berth's model gateway there (the positive control: bob's engine is not cut off).
+    const gatewayPort = t.berth.gateway.port;
     const scanned = [cacheAddress!, ...[2, 3, 4, 5, 6].map((n) => `${subnetBase}.${n}`)].map((address) => `${address}:6379`);
     const attack = await t.request(
       'POST',
@@ -173,7 +173,7 @@ describe('callers\' networks are isolated', () => {
       {
         prompt: [
           `run: ${probeLine(scanned, 'SET owner OWNED-BY-BOB')}`,
-          `run: ${probeLine([`${agentAddress}:${LISTENER_PORT}`, `${agentGateway}:${hostPort}`])}`,
+          `run: ${probeLine([`${agentAddress}:${LISTENER_PORT}`, `${agentGateway}:${hostPort}`, `${agentGateway}:${gatewayPort}`])}`,
           `run: for i in 1 2 3; do echo udp-OWNED-BY-BOB > /dev/udp/${cacheAddress}/${UDP_PORT}; sleep 0.2; done; echo udp-sent`,
         ].join('\n'),
       },
@@ -183,7 +183,8 @@ describe('callers\' networks are isolated', () => {
     assert.match(attack.body.output, /probe-done[\s\S]*probe-done/);
     assert.doesNotMatch(attack.body.output, /OPEN [\d.]+:6379/, 'bob reaches no Redis of alice\'s');
     assert.doesNotMatch(attack.body.output, new RegExp(`OPEN ${agentAddress!.replaceAll('.', '\\.')}:${LISTENER_PORT}`), 'bob does not reach alice\'s agent');
-    assert.match(attack.body.output, new RegExp(`OPEN ${agentGateway.replaceAll('.', '\\.')}:${hostPort}`), 'bob\'s engine still reaches the host');
+    assert.doesNotMatch(attack.body.output, new RegExp(`OPEN ${agentGateway.replaceAll('.', '\\.')}:${hostPort}\\b`), 'bob\'s engine reaches no host service but the gateway');
+    assert.match(attack.body.output, new RegExp(`OPEN ${agentGateway.replaceAll('.', '\\.')}:${gatewayPort}\\b`), 'bob\'s engine still reaches Berth\'s gateway');
 
     // Alice's own next run reaches her cache, and her key is still hers.
     const get = await t.request(

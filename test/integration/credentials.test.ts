@@ -1,12 +1,13 @@
-// Engine credentials reach the container only as a Podman secret: the engine can use it, but neither
-// the API response nor `podman inspect` of the running container shows its value.
+// The engine credential, a Podman secret, never reaches a container: Berth reads it at start and its model
+// gateway puts it on the engine's requests (docs/egress.md). The engine holds a per-run credential; neither
+// the API response nor `podman inspect` of the running container shows the real one.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { startOfflineModel, type OfflineModel } from '../../src/offline-model/server.js';
-import { modelUrlFromContainers, startTestBerth, type TestBerth } from '../support/berth.js';
+import { modelUrlFromHost, startTestBerth, type TestBerth } from '../support/berth.js';
 
 const run = promisify(execFile);
 const secretValue = `sk-berth-test-${randomBytes(12).toString('hex')}`;
@@ -18,13 +19,14 @@ let model: OfflineModel;
 let t: TestBerth;
 
 before(async () => {
-  model = await startOfflineModel({ host: '0.0.0.0', port: 0, apiKey: secretValue });
+  // On loopback: only Berth's gateway, on the host, reaches it.
+  model = await startOfflineModel({ host: '127.0.0.1', port: 0, apiKey: secretValue });
   await run('sh', ['-c', `printf '%s' "$VALUE" | podman secret create ${secretName} -`], { env: { ...process.env, VALUE: secretValue } });
   await run('sh', ['-c', `printf '%s' "$VALUE" | podman secret create ${callerSecret} -`], { env: { ...process.env, VALUE: secretValue } });
   t = await startTestBerth({
     SERVICE_OFFLINE_MODEL: 'false',
     SERVICE_ENGINE_CREDENTIALS_SECRET: secretName,
-    SERVICE_ENGINE_BASE_URL: await modelUrlFromContainers(model.port),
+    SERVICE_ENGINE_BASE_URL: modelUrlFromHost(model.port),
   });
 });
 
@@ -43,8 +45,8 @@ test('/claude/status and /health report the configured secret', async () => {
   assert.equal(health.body.components.find((c: { name: string }) => c.name === 'engine-credentials-secret').status, 'ok');
 });
 
-test('the engine authenticates with the secret, which appears in no response and no inspect output', async () => {
-  const pending = t.request('POST', '/run', { prompt: 'run: sleep 4; echo "length=${#ANTHROPIC_API_KEY}"' });
+test('the engine authenticates through the gateway with a per-run credential; the secret appears in no container, response or inspect output', async () => {
+  const pending = t.request('POST', '/run', { prompt: 'run: sleep 4; echo "key=$ANTHROPIC_API_KEY"' });
   let inspected = '';
   for (let attempt = 0; attempt < 80 && inspected === ''; attempt++) {
     await new Promise((r) => setTimeout(r, 100));
@@ -57,7 +59,8 @@ test('the engine authenticates with the secret, which appears in no response and
   assert.ok(inspected !== '', 'the running container was inspected');
   assert.ok(!inspected.includes(secretValue), 'podman inspect must not contain the secret value');
   assert.equal(response.status, 200, JSON.stringify(response.body));
-  assert.equal(response.body.output, `length=${secretValue.length}`);
+  // The model (which accepts only the secret's value) answered: the gateway put the real credential in.
+  assert.match(response.body.output, /^key=brt_[0-9a-f]{64}$/);
   assert.ok(!JSON.stringify(response.body).includes(secretValue));
   assert.deepEqual(await t.leftovers(), []);
 });
@@ -84,14 +87,13 @@ test('GET /secrets leaves out the engine credential secret, whatever its name, a
   assert.equal(refused.status, 400, 'a run may not use it either');
 });
 
-test('GET /secrets leaves out the offline model\'s key secret', async () => {
+test('the offline model\'s key is no Podman secret (only the gateway holds it); caller secrets stay usable', async () => {
   const offline = await startTestBerth();
   try {
-    const key = (await storedSecrets()).find((name) => name.startsWith(`berth-offline-model-key-${offline.config.instanceName}-`));
-    assert.ok(key, 'the offline model\'s key is in the store');
+    const key = (await storedSecrets()).find((name) => name.startsWith(`berth-offline-model-key-${offline.config.instanceName}`));
+    assert.equal(key, undefined, 'no secret for the offline model\'s key');
     const listed: string[] = (await offline.request('GET', '/secrets')).body.secrets;
     assert.ok(listed.includes(callerSecret));
-    assert.ok(!listed.includes(key));
     const used = await offline.request('POST', '/run', { prompt: 'say: usable', container: { secrets_env: { KEY: callerSecret } } });
     assert.equal(used.status, 200, `a listed secret is one a run may use: ${JSON.stringify(used.body)}`);
   } finally {

@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { startOfflineModel, type OfflineModel } from '../../src/offline-model/server.js';
-import { metric, modelUrlFromContainers, poolReady, startTestBerth, type TestBerth } from '../support/berth.js';
+import { metric, modelUrlFromHost, poolReady, startTestBerth, type TestBerth } from '../support/berth.js';
 import { INSTANCE_LABEL } from '../../src/runtime/container-runtime.js';
 import { follow, turnEnded, waitForStatus } from '../support/agents.js';
 import { waitFor } from '../support/wait.js';
@@ -67,7 +67,7 @@ async function berthWithModel(secret: string, port: number, env: Record<string, 
     ...env,
     SERVICE_OFFLINE_MODEL: 'false',
     SERVICE_ENGINE_CREDENTIALS_SECRET: secret,
-    SERVICE_ENGINE_BASE_URL: await modelUrlFromContainers(port),
+    SERVICE_ENGINE_BASE_URL: modelUrlFromHost(port),
   });
 }
 

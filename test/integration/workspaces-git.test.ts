@@ -26,6 +26,9 @@ const exec = promisify(execFile);
 
 const PASSWORD = `pw-${randomBytes(12).toString('hex')}`;
 const SECRET = `h4-git-test-${randomBytes(4).toString('hex')}`;
+/** Names the test Berth's egress proxy resolves to the git server on loopback (never real hosts). */
+const GIT_HOST = 'git.test';
+const OTHER_HOST = 'other-git.test';
 
 let t: TestBerth;
 let git: GitServer;
@@ -40,6 +43,18 @@ before(async () => {
   await makeRepository(repos, 'private', { 'secret.txt': 'private content\n' });
   await makeRepository(repos, 'many', Object.fromEntries(Array.from({ length: 1100 }, (_, i) => [`f/${i}.txt`, `${i}\n`])));
   await exec('sh', ['-c', `printf '%s' "$1" | podman secret create ${SECRET} -`, 'sh', PASSWORD]);
+  // An "outside" git host: reached by the clone containers only through Berth's egress proxy.
+  git = await startGitServer(
+    repos,
+    {
+      public: {},
+      private: { password: PASSWORD },
+      echo: { password: PASSWORD, behaviour: 'echo-password' },
+      hang: { behaviour: 'hang' },
+      many: {},
+    },
+    GIT_HOST,
+  );
   t = await startTestBerth(
     {
       SERVICE_POOL_SIZE: '0',
@@ -50,21 +65,10 @@ before(async () => {
       // The hanging clone holds the caller's only container slot: a second one meanwhile is refused.
       SERVICE_MAX_CONTAINERS_PER_CALLER: '1',
       SERVICE_LOG_LEVEL: 'debug',
+      // Clones may reach the git host and nothing else.
+      SERVICE_EGRESS_ALLOWED_HOSTS: git.host,
     },
-    { onLog: (record) => logLines.push(JSON.stringify(record)) },
-  );
-  const gateway = (await t.berth.runtime.networkGateways(t.config.agent.network))[0];
-  assert.ok(gateway, 'the agent network has a gateway the clone containers reach the host at');
-  git = await startGitServer(
-    repos,
-    {
-      public: {},
-      private: { password: PASSWORD },
-      echo: { password: PASSWORD, behaviour: 'echo-password' },
-      hang: { behaviour: 'hang' },
-      many: {},
-    },
-    gateway,
+    { onLog: (record) => logLines.push(JSON.stringify(record)), egressHosts: new Map([[GIT_HOST, '127.0.0.1'], [OTHER_HOST, '127.0.0.1']]) },
   );
   const runtime = t.berth.runtime;
   const create = runtime.createContainer.bind(runtime);
@@ -255,6 +259,11 @@ describe('attacks refused before anything exists', () => {
     ['scp-like syntax', 'git@example.com:repo.git'],
     ['an uppercase transport', 'EXT::sh'],
     ['a backslash', 'http://example.com\\@evil/repo.git'],
+    // Raw TCP transports cannot pass the egress proxy, the clone's only way out.
+    ['ssh (raw TCP, no way through the proxy)', 'ssh://git@example.com/repo.git'],
+    ['git:// (raw TCP)', 'git://example.com/repo.git'],
+    // The clone's host must be among SERVICE_EGRESS_ALLOWED_HOSTS (here: the git host only).
+    ['a host the server does not allow', `http://${OTHER_HOST}:80/repo.git`],
   ];
   for (const [what, url] of urls) {
     it(`git.url: ${what}`, async () => {

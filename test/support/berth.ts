@@ -64,14 +64,33 @@ export async function removeStacksOf(instance: string, stackDisksDir?: string): 
 }
 
 /**
- * SERVICE_ENGINE_BASE_URL for a model listening on the host at `port`, as engine containers on Podman's
- * default network reach it: by the network's gateway address (as Berth itself does for its offline model),
- * not by a name the engine would have to look up.
+ * SERVICE_ENGINE_BASE_URL for a model listening on the host at `port`: Berth's model gateway forwards to it
+ * from the host (engine containers never reach it themselves).
  */
-export async function modelUrlFromContainers(port: number): Promise<string> {
-  const gateway = (await exec('podman', ['network', 'inspect', 'podman', '--format', '{{range .Subnets}}{{.Gateway}} {{end}}'])).stdout.trim().split(' ')[0];
-  if (!gateway) throw new Error('podman network "podman" has no gateway');
-  return `http://${gateway}:${port}`;
+export function modelUrlFromHost(port: number): string {
+  return `http://127.0.0.1:${port}`;
+}
+
+/**
+ * Removes what an instance's agent network left after its Berth stopped (Berth removes the network it
+ * made itself unless a container still uses it): the network with its containers, and the instance's
+ * nftables tables. Answers what was left.
+ */
+export async function removeAgentNetworkOf(instance: string): Promise<string[]> {
+  const left: string[] = [];
+  const networks = (await exec('podman', ['network', 'ls', '--filter', `label=${INSTANCE_LABEL}=${instance}`, '--format', '{{.Name}}'])).stdout.split('\n').filter(Boolean);
+  for (const network of networks) {
+    left.push(`network ${network}`);
+    await exec('podman', ['network', 'rm', '--force', network]);
+  }
+  for (const family of ['inet', 'bridge']) {
+    const table = `berth-${instance}`;
+    if (await exec('nft', ['list', 'table', family, table]).then(() => true, () => false)) {
+      left.push(`nft table ${family} ${table}`);
+      await exec('nft', ['delete', 'table', family, table]);
+    }
+  }
+  return left;
 }
 
 /** The configuration of a test Berth: no auth or rate limit, ephemeral ports, state under `dir`. */
@@ -82,6 +101,8 @@ export function testEnvironment(dir: string, instance: string, port = 0): Record
     SERVICE_ADDRESS: `127.0.0.1:${port}`,
     SERVICE_METRICS_ADDRESS: '127.0.0.1:0',
     SERVICE_OFFLINE_MODEL_PORT: '0',
+    // Test Berths run side by side: each its own gateway port (its nftables rules name that one).
+    SERVICE_GATEWAY_PORT: '0',
     SERVICE_DATA_DIR: join(dir, 'data'),
     SERVICE_AGENT_SESSIONS_DIR: join(dir, 'sessions'),
     SERVICE_INSTANCE_NAME: instance,
@@ -93,6 +114,8 @@ export function testEnvironment(dir: string, instance: string, port = 0): Record
 export interface TestBerthOptions {
   /** Receives every log record Berth writes at the configured level (SERVICE_LOG_LEVEL), parsed. */
   readonly onLog?: (record: Record<string, unknown>) => void;
+  /** Host names the egress proxy resolves to these addresses (local servers standing for outside hosts). */
+  readonly egressHosts?: ReadonlyMap<string, string>;
 }
 
 export async function startTestBerth(env: Record<string, string> = {}, options: TestBerthOptions = {}): Promise<TestBerth> {
@@ -103,7 +126,7 @@ export async function startTestBerth(env: Record<string, string> = {}, options: 
   const logger = onLog
     ? pino({ level: config.logLevel, mixin: traceFields }, { write: (line: string) => onLog(JSON.parse(line) as Record<string, unknown>) })
     : pino({ level: config.logLevel, mixin: traceFields });
-  const berth = await startBerth(config, logger);
+  const berth = await startBerth(config, logger, options.egressHosts ? { egressResolveOverride: options.egressHosts } : {});
   let stopped = false;
   return {
     berth,
@@ -140,7 +163,10 @@ export async function startTestBerth(env: Record<string, string> = {}, options: 
       // Compose stacks outlive a stop (they belong to sessions); when this test Berth's sessions go with its
       // directory, its stacks go too, as the next start of the instance would remove them.
       if (config.agent.sessionsDir.startsWith(`${dir}/`)) await removeStacksOf(instance, join(config.agent.sessionsDir, '.stacks'));
+      // Berth removes its agent network and nftables tables at stop when no container is left on it.
+      const left = await removeAgentNetworkOf(instance);
       await removeTestDir(dir);
+      if (left.length > 0) throw new Error(`the stopped Berth left ${left.join(', ')} (removed now)`);
     },
   };
 }

@@ -1,5 +1,6 @@
 // A git server for clone tests: bare repositories served over git's smart HTTP by `git http-backend` (CGI)
-// from the test process, on every address, so containers on the agent network reach it at their gateway.
+// from the test process on loopback, under a host name the test Berth's egress proxy resolves to it
+// (startTestBerth's egressHosts): clone containers reach it only through the proxy, as an outside host.
 // `git clone --depth 1` needs the smart protocol (the dumb one has no shallow clones). Per repository: an
 // optional password (basic auth, any user name accepted but recorded), or a behaviour for failure tests:
 // `hang` accepts the request and never answers, `echo-password` authenticates and then answers with an
@@ -21,6 +22,8 @@ export interface RepoOptions {
 export interface GitServer {
   /** The URL containers on the agent network use for a repository name (`name.git`). */
   url(name: string): string;
+  /** Its `host:port`, as an egress allowlist names it. */
+  readonly host: string;
   /** User names presented with a correct password, per repository. */
   readonly users: Map<string, string[]>;
   /** Requests seen, per repository. */
@@ -57,7 +60,7 @@ export async function makeRepository(
   await exec('git', ['clone', '-q', '--bare', work, join(root, `${name}.git`)]);
 }
 
-export async function startGitServer(root: string, repos: Readonly<Record<string, RepoOptions>>, gateway: string): Promise<GitServer> {
+export async function startGitServer(root: string, repos: Readonly<Record<string, RepoOptions>>, host: string): Promise<GitServer> {
   const users = new Map<string, string[]>();
   const requests = new Map<string, number>();
   const hanging = new Set<ServerResponse>();
@@ -87,10 +90,11 @@ export async function startGitServer(root: string, repos: Readonly<Record<string
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
   });
-  await new Promise<void>((resolve) => server.listen(0, '0.0.0.0', resolve));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
   return {
-    url: (name) => `http://${gateway}:${port}/${name}.git`,
+    host: `${host}:${port}`,
+    url: (name) => `http://${host}:${port}/${name}.git`,
     users,
     requests,
     async close() {

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { startOfflineModel, type OfflineModel } from '../../src/offline-model/server.js';
-import { modelUrlFromContainers, testEnvironment } from './berth.js';
+import { modelUrlFromHost, testEnvironment } from './berth.js';
 import { waitFor } from './wait.js';
 import { removeTestDir } from './test-dir.js';
 
@@ -81,7 +81,10 @@ export async function serviceProcess(baseEnv: Record<string, string> = {}): Prom
     },
   });
   execFileSync('sh', ['-c', `printf '%s' "$KEY" | podman secret create ${modelSecret} -`], { env: { ...process.env, KEY: modelKey } });
-  const modelUrl = await modelUrlFromContainers(model.port);
+  const modelUrl = modelUrlFromHost(model.port);
+  // The gateway's port is the same at every start: containers that outlive a restart (jobs, agents) keep
+  // the gateway URL they were made with.
+  const gatewayPort = await freePort();
   let child: ChildProcess | undefined;
   let url = '';
   let output = '';
@@ -118,6 +121,7 @@ export async function serviceProcess(baseEnv: Record<string, string> = {}): Prom
           SERVICE_OFFLINE_MODEL: 'false',
           SERVICE_ENGINE_CREDENTIALS_SECRET: modelSecret,
           SERVICE_ENGINE_BASE_URL: modelUrl,
+          SERVICE_GATEWAY_PORT: String(gatewayPort),
           SERVICE_LOG_LEVEL: 'info',
           ...baseEnv,
           ...env,

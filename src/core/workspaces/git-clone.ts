@@ -1,7 +1,8 @@
 // POST /workspaces {"git": …}: the clone runs in a container of its own (container policy row
 // `workspace-clone`: no capabilities, no new privileges, Berth's user namespace, a read-only root file
 // system, the runs' network), as the user that owns a workspace's files, writing only the new workspace's
-// tree. Berth itself never runs git on the host and never reads the credential: the named Podman secret is
+// tree. It reaches only its URL's host, through Berth's egress proxy with a credential of its own, revoked
+// when it ends (git-egress.ts). Berth itself never runs git on the host and never reads the credential: the named Podman secret is
 // mounted as a file that only git's credential helper reads (git-command.ts). The container counts in its
 // caller's container slots, is killed at the clone timeout or at Berth's stop, and is always removed.
 import { randomUUID } from 'node:crypto';
@@ -14,6 +15,10 @@ import { treeUsage } from './workspace-files.js';
 import type { OpenWorkspace } from './workspace-service.js';
 import { CLONE_ENV, CLONE_TREE, CREDENTIAL_FILE, cloneCommand, failureLine } from './git-command.js';
 import { checkGitRequest, type GitRequest, type GitSource } from './git-source.js';
+import { cloneEgressPolicy } from './git-egress.js';
+import type { EgressPolicy, HostPattern } from '../../egress-policy.js';
+import type { RunGrants } from '../gateway/run-grants.js';
+import { gatewayEnvironment } from '../../engine/command.js';
 
 /** On a clone's container: the workspace it clones into (the instance label makes it a leftover after a crash). */
 export const WORKSPACE_CLONE_LABEL = 'berth.workspace-clone';
@@ -39,6 +44,8 @@ export interface GitClonerSettings {
   readonly cpus: number;
   readonly pidsLimit: number;
   readonly secrets: SecretsPolicy;
+  /** SERVICE_EGRESS_ALLOWED_HOSTS: a clone's host must be among them (undefined: any public host). */
+  readonly allowedHosts: readonly HostPattern[] | undefined;
 }
 
 export interface GitClonerDependencies {
@@ -49,7 +56,14 @@ export interface GitClonerDependencies {
   readonly treeHostPath: (ws: OpenWorkspace) => string;
   /** Takes the workspace's `upload` checkpoint (WorkspaceService.checkpointUpload). */
   readonly checkpointUpload: (ws: OpenWorkspace) => Promise<void>;
+  /** Berth's egress proxy as containers reach it, and the credentials it admits. */
+  readonly gateway: { readonly url: string; readonly grants: Pick<RunGrants, 'issue' | 'bind' | 'revoke'> };
   readonly log: Logger;
+}
+
+/** A checked clone request and the one host its container may reach. */
+interface CloneSource extends GitSource {
+  readonly egress: EgressPolicy;
 }
 
 type Ending = { readonly kind: 'exited'; readonly exitCode: number; readonly oomKilled: boolean | undefined } | { readonly kind: 'timeout' } | { readonly kind: 'stopped' };
@@ -60,8 +74,9 @@ export class GitCloner implements WorkspaceCloner {
 
   constructor(private readonly deps: GitClonerDependencies) {}
 
-  async check(git: GitRequest): Promise<GitSource> {
-    const source = checkGitRequest(git, this.deps.settings.secrets);
+  async check(git: GitRequest): Promise<CloneSource> {
+    const checked = checkGitRequest(git, this.deps.settings.secrets);
+    const source = { ...checked, egress: cloneEgressPolicy(checked.url, this.deps.settings.allowedHosts) };
     if (source.secret !== undefined && !(await this.deps.runtime.secretExists(source.secret))) throw errors.gitSecretNotFound(source.secret);
     return source;
   }
@@ -71,7 +86,7 @@ export class GitCloner implements WorkspaceCloner {
     const source = await this.check(git);
     const slot = this.deps.slots.take(owner);
     const started = Date.now();
-    const work = this.runContainer(ws, source);
+    const work = this.runContainer(owner, ws, source);
     this.inFlight.add(work);
     let ending: Ending;
     let output: string;
@@ -101,9 +116,13 @@ export class GitCloner implements WorkspaceCloner {
   }
 
   /** Creates, starts and waits for the clone's container; removes it whatever happens. */
-  private async runContainer(ws: OpenWorkspace, source: GitSource): Promise<{ ending: Ending; output: string }> {
-    const { runtime } = this.deps;
-    const spec = this.containerSpec(ws, source);
+  private async runContainer(owner: string, ws: OpenWorkspace, source: CloneSource): Promise<{ ending: Ending; output: string }> {
+    const { runtime, gateway } = this.deps;
+    const name = `berth-clone-${randomUUID()}`;
+    // Keyed by the container's name: the periodic sweep revokes it should the container vanish unseen.
+    const token = gateway.grants.issue(name);
+    gateway.grants.bind(name, { kind: 'workspace-clone', runId: name, caller: owner, policy: source.egress });
+    const spec = this.containerSpec(name, ws, source, gatewayEnvironment(gateway.url, token));
     let id: string | undefined;
     try {
       id = await runtime.createContainer(spec);
@@ -114,6 +133,7 @@ export class GitCloner implements WorkspaceCloner {
       return { ending, output };
     } finally {
       // By name when its creation failed (Podman may have made it half-way).
+      gateway.grants.revoke(name);
       await runtime.removeContainer(id ?? spec.name).catch((error: unknown) => this.deps.log.error({ err: error, container: spec.name }, 'could not remove a git clone container'));
     }
   }
@@ -142,15 +162,17 @@ export class GitCloner implements WorkspaceCloner {
     }
   }
 
-  private containerSpec(ws: OpenWorkspace, source: GitSource): ContainerSpec {
+  private containerSpec(name: string, ws: OpenWorkspace, source: GitSource, gatewayEnv: Readonly<Record<string, string>>): ContainerSpec {
     const { settings } = this.deps;
     const uid = settings.fileOwnerUid;
+    // The proxy's variables only: a clone has no use for the model's credential.
+    const { ANTHROPIC_API_KEY: _modelKey, ...proxyEnv } = gatewayEnv;
     return {
       kind: 'workspace-clone',
-      name: `berth-clone-${randomUUID()}`,
+      name,
       image: settings.image,
       command: cloneCommand(source),
-      env: { ...CLONE_ENV },
+      env: { ...proxyEnv, ...CLONE_ENV },
       workdir: '/',
       createWorkdir: false,
       user: `${uid}:${uid}`,

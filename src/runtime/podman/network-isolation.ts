@@ -6,11 +6,18 @@
 // and deleted at stop:
 // - `inet berth-<instance>`: nothing is forwarded into or out of a stack bridge (only bridged traffic inside
 //   one, which br_netfilter shows with the bridge as both interfaces); nothing reaches the host from a stack
-//   bridge but its DNS server (aardvark-dns on the gateway, which resolves the stack's service names); and,
-//   under br_netfilter, nothing is bridged port to port on the agent bridge.
+//   bridge but its DNS server (aardvark-dns on the gateway, which resolves the stack's service names);
+//   nothing is forwarded into or out of the agent bridge, not even port to port under br_netfilter (its
+//   network is internal already: this also holds for one an operator made); and nothing reaches the host
+//   from the agent bridge but the one TCP port of Berth's gateway (the model gateway and egress proxy,
+//   docs/egress.md). Any service of the host listening on 0.0.0.0 or on the agent gateway's address would
+//   answer containers otherwise; refused at once (a reset) rather than dropped, so a tool that tries
+//   another port fails fast instead of waiting for a timeout.
+//   Several Berths on one host each have their own agent network, bridge and table: each table names its
+//   own bridge only.
 // - `bridge berth-<instance>`: IPv4 frames bridged port to port with an address of the agent network are
 //   dropped, whatever br_netfilter is set to. The kernel here has no `meta ibrname` (nft_meta_bridge), so the
-//   agent bridge is told by its subnet. Frames to the gateway (the host, where the model listens) are
+//   agent bridge is told by its subnet. Frames to the gateway (the host, where Berth's gateway listens) are
 //   delivered locally, not forwarded: engines still reach it.
 // Stack bridges are named in sets the runtime updates when it creates and removes a stack network, before
 // any container joins it. Rootless Podman keeps its bridges in its own network namespace, out of reach of
@@ -43,12 +50,29 @@ function checkedInterface(name: string): string {
 }
 
 /** The whole ruleset of one instance, replacing whatever tables of that name exist (one transaction). */
-export function isolationScript(table: string, agent: AgentBridge | undefined, stackBridges: readonly string[]): string {
+function checkedPort(port: number): number {
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error(`network isolation: ${port} is not a TCP port`);
+  return port;
+}
+
+/**
+ * The whole ruleset of one instance, replacing whatever tables of that name exist (one transaction).
+ * `gatewayPort`: the one port of the host the agent bridge reaches (Berth's gateway).
+ */
+export function isolationScript(table: string, agent: AgentBridge | undefined, stackBridges: readonly string[], gatewayPort: number): string {
   const agentRules: string[] = [];
+  const agentInputRules: string[] = [];
   const bridgeRules: string[] = [];
   if (agent) {
     const bridge = checkedInterface(agent.interfaceName);
-    agentRules.push(`    iifname "${bridge}" oifname "${bridge}" drop`);
+    agentRules.push(`    iifname "${bridge}" drop`, `    oifname "${bridge}" drop`);
+    agentInputRules.push(
+      // Answers to connections the host opened (a container cannot make a new connection established).
+      `    iifname "${bridge}" ct state established,related accept`,
+      `    iifname "${bridge}" tcp dport ${checkedPort(gatewayPort)} accept`,
+      `    iifname "${bridge}" meta l4proto tcp reject with tcp reset`,
+      `    iifname "${bridge}" reject`,
+    );
     const subnets = agent.subnets.filter((subnet) => IPV4_CIDR.test(subnet));
     if (subnets.length > 0) {
       bridgeRules.push(`    ether type ip ip saddr { ${subnets.join(', ')} } drop`, `    ether type ip ip daddr { ${subnets.join(', ')} } drop`);
@@ -76,6 +100,7 @@ export function isolationScript(table: string, agent: AgentBridge | undefined, s
     `    type filter hook input priority ${PRIORITY}; policy accept;`,
     `    iifname @stack_bridges meta l4proto { tcp, udp } th dport 53 accept`,
     `    iifname @stack_bridges drop`,
+    ...agentInputRules,
     `  }`,
     `}`,
     `table bridge ${table} {`,
@@ -96,9 +121,12 @@ export class NetworkIsolation {
     this.table = nftTableName(instance);
   }
 
-  /** Installs the instance's tables (replacing stale ones), covering the stack bridges that exist already. */
-  async install(agent: AgentBridge | undefined, stackBridges: readonly string[]): Promise<void> {
-    await this.apply(isolationScript(this.table, agent, stackBridges));
+  /**
+   * Installs the instance's tables (replacing stale ones), covering the stack bridges that exist already;
+   * from the agent bridge only `gatewayPort` of the host is reachable.
+   */
+  async install(agent: AgentBridge | undefined, stackBridges: readonly string[], gatewayPort: number): Promise<void> {
+    await this.apply(isolationScript(this.table, agent, stackBridges, gatewayPort));
     this.installed = true;
   }
 

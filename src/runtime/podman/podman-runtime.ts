@@ -17,7 +17,7 @@ import type {
   PullOptions,
   RegistrySearchResult,
 } from '../container-runtime.js';
-import type { BuildOptions, HealthStatus, LabelledObject, LogTailOptions, ServiceContainerSpec } from '../container-runtime.js';
+import type { AgentNetwork, BuildOptions, HealthStatus, LabelledObject, LogTailOptions, ServiceContainerSpec } from '../container-runtime.js';
 import { PROBE_LABEL, RegistryError, RuntimeError } from '../container-runtime.js';
 import { buildImage } from './image-build.js';
 import { PodmanApiError, PodmanClient } from './client.js';
@@ -27,6 +27,7 @@ import { bindVolumeData, unbindVolumeData } from './volume-backing.js';
 import { isRegistryNotFound, readPullStream } from './pull-stream.js';
 import { kernelLoggedOomKill } from '../kernel-oom-log.js';
 import { BridgeAddresses } from './bridge-address.js';
+import { ensureAgentNetwork, releaseAgentNetwork } from './agent-network.js';
 import type { AgentBridge, NetworkIsolation } from './network-isolation.js';
 
 interface LibpodInspect {
@@ -495,11 +496,20 @@ export class PodmanRuntime implements ContainerRuntime {
     });
   }
 
+  async ensureAgentNetwork(name: string, labels: Readonly<Record<string, string>>, options: { readonly internal: boolean }): Promise<AgentNetwork> {
+    return this.oneNetworkChange(() => ensureAgentNetwork(this.client, name, labels, options.internal));
+  }
+
+  async releaseAgentNetwork(name: string): Promise<boolean> {
+    this.bridges.forget(name);
+    return this.oneNetworkChange(() => releaseAgentNetwork(this.client, name));
+  }
+
   private async deleteNetwork(name: string): Promise<void> {
     await this.client.call(`/networks/${encodeURIComponent(name)}`, { method: 'DELETE', query: { force: true }, accept: [404] });
   }
 
-  private oneNetworkChange(change: () => Promise<void>): Promise<void> {
+  private oneNetworkChange<T>(change: () => Promise<T>): Promise<T> {
     const done = this.networkChanges.then(change, change);
     this.networkChanges = done.catch(() => undefined);
     return done;
@@ -517,14 +527,16 @@ export class PodmanRuntime implements ContainerRuntime {
 
   /**
    * Installs the host's network isolation (rootful Podman: runtime/podman/network-isolation.ts) over the
-   * agent network and the stack networks labelled `stackLabel` that exist already; stack networks created
+   * agent network (which reaches only `gatewayPort` of the host) and the stack networks labelled `stackLabel` that exist already; stack networks created
    * from now on are covered as they are created. Answers its removal.
    */
-  async isolateNetworks(isolation: NetworkIsolation, agentNetwork: string, stackLabel: string): Promise<() => Promise<void>> {
+  async isolateNetworks(isolation: NetworkIsolation, agentNetwork: string, stackLabel: string, gatewayPort: number): Promise<() => Promise<void>> {
     const agent = await this.bridgeOf(agentNetwork);
+    // Engine containers would otherwise reach every service of the host (docs/egress.md).
+    if (agentNetwork !== 'none' && !agent) throw new RuntimeError(`the agent network ${agentNetwork} has no bridge on this host to isolate`, false);
     const existing = await this.listNetworks(stackLabel);
     const stackBridges = await Promise.all(existing.map((network) => this.bridgeOf(network.name)));
-    await isolation.install(agent, stackBridges.flatMap((bridge) => (bridge ? [bridge.interfaceName] : [])));
+    await isolation.install(agent, stackBridges.flatMap((bridge) => (bridge ? [bridge.interfaceName] : [])), gatewayPort);
     this.isolation = isolation;
     return async () => {
       await this.oneNetworkChange(async () => {

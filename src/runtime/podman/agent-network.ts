@@ -1,0 +1,107 @@
+// The agent network: where every engine container of one Berth instance sits (runs, pooled engines,
+// agents, workspace clones). Rootful, it has no route out (Podman's `internal`): the only way out is the
+// one port of Berth's gateway on the network's gateway address, which network-isolation.ts keeps to that
+// port (docs/egress.md).
+//
+// Podman 4.3 gives an internal network a gateway address only when DNS is on (its subnet validation adds
+// one for `!internal || dns_enabled`). DNS stays off here, so that a container's resolver is not a server
+// on the host, and the gateway is asked for explicitly: Podman first picks a free subnet, then the
+// network is created again on that subnet with its first address as the gateway. Another process may take
+// the subnet in between (test Berths start side by side): then the whole thing is tried again.
+import type { AgentNetwork } from '../container-runtime.js';
+import { PodmanApiError, type PodmanClient } from './client.js';
+
+interface LibpodNetwork {
+  name: string;
+  driver?: string;
+  internal?: boolean;
+  dns_enabled?: boolean;
+  network_interface?: string;
+  subnets?: { subnet: string; gateway?: string }[] | null;
+  labels?: Record<string, string> | null;
+}
+
+const ATTEMPTS = 5;
+
+/** The first host address of an IPv4 subnet (10.89.3.0/24 → 10.89.3.1); undefined for anything else. */
+export function firstHostAddress(cidr: string): string | undefined {
+  const match = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(cidr);
+  if (!match) return undefined;
+  const prefix = Number(match[5]);
+  const octets = match.slice(1, 5).map(Number);
+  if (prefix > 30 || octets.some((o) => o > 255)) return undefined;
+  const address = octets.reduce((n, o) => n * 256 + o, 0);
+  const network = prefix === 0 ? 0 : address - (address % 2 ** (32 - prefix));
+  const first = network + 1;
+  return [24, 16, 8, 0].map((shift) => Math.floor(first / 2 ** shift) % 256).join('.');
+}
+
+function describe(network: LibpodNetwork, ownedBy: (labels: Readonly<Record<string, string>>) => boolean): AgentNetwork {
+  const subnets = network.subnets ?? [];
+  return {
+    name: network.name,
+    internal: network.internal === true,
+    bridge: network.driver === 'bridge' ? network.network_interface : undefined,
+    subnets: subnets.map((s) => s.subnet),
+    gateways: subnets.flatMap((s) => (s.gateway ? [s.gateway] : [])),
+    createdByBerth: ownedBy(network.labels ?? {}),
+  };
+}
+
+export async function ensureAgentNetwork(
+  client: PodmanClient,
+  name: string,
+  labels: Readonly<Record<string, string>>,
+  internal: boolean,
+): Promise<AgentNetwork> {
+  const ownedBy = (found: Readonly<Record<string, string>>) => Object.entries(labels).every(([key, value]) => found[key] === value);
+  const path = `/networks/${encodeURIComponent(name)}/json`;
+  for (let attempt = 1; ; attempt++) {
+    const existing = await client.jsonIfFound<LibpodNetwork>(path);
+    if (existing) return checked(describe(existing, ownedBy), internal);
+    try {
+      const picked = await client.json<LibpodNetwork>('/networks/create', { method: 'POST', json: { name, labels, driver: 'bridge', internal, dns_enabled: false } });
+      const subnets = picked.subnets ?? [];
+      if (subnets.length > 0 && subnets.every((s) => s.gateway)) return checked(describe(picked, ownedBy), internal);
+      await client.call(`/networks/${encodeURIComponent(name)}`, { method: 'DELETE', accept: [404] });
+      const withGateways = subnets.map((s) => {
+        const gateway = firstHostAddress(s.subnet);
+        if (!gateway) throw new Error(`SERVICE_AGENT_NETWORK: Podman gave network "${name}" the subnet ${s.subnet}, which has no IPv4 address for Berth's gateway`);
+        return { subnet: s.subnet, gateway };
+      });
+      const created = await client.json<LibpodNetwork>('/networks/create', {
+        method: 'POST',
+        json: { name, labels, driver: 'bridge', internal, dns_enabled: false, subnets: withGateways },
+      });
+      return checked(describe(created, ownedBy), internal);
+    } catch (error) {
+      // 409: someone created the name meanwhile (looked up again); 500 "subnet … already used": taken meanwhile.
+      const retryable = error instanceof PodmanApiError && (error.statusCode === 409 || /already (used|exists)/i.test(error.message));
+      if (!retryable || attempt >= ATTEMPTS) throw error;
+    }
+  }
+}
+
+function checked(network: AgentNetwork, internal: boolean): AgentNetwork {
+  if (internal && !network.internal) {
+    throw new Error(
+      `SERVICE_AGENT_NETWORK: network "${network.name}" has a route out: engine containers on it would reach the internet and the host's services directly, not through Berth's egress proxy. Remove it (podman network rm ${network.name}) for Berth to create it as an internal network, or name another network`,
+    );
+  }
+  if (network.bridge === undefined) throw new Error(`SERVICE_AGENT_NETWORK: network "${network.name}" is not a bridge network on this host`);
+  if (network.gateways.length === 0) {
+    throw new Error(`SERVICE_AGENT_NETWORK: network "${network.name}" has no gateway address, where engine containers reach Berth's gateway. Remove it (podman network rm ${network.name}) for Berth to create it`);
+  }
+  return network;
+}
+
+/** Removes the agent network unless a container is still attached (a job or agent that outlives the stop). */
+export async function releaseAgentNetwork(client: PodmanClient, name: string): Promise<boolean> {
+  try {
+    await client.call(`/networks/${encodeURIComponent(name)}`, { method: 'DELETE', accept: [404] });
+    return true;
+  } catch (error) {
+    if (error instanceof PodmanApiError && /in use|has associated containers|containers? (is|are) using/i.test(error.message)) return false;
+    throw error;
+  }
+}
