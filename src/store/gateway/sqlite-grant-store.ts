@@ -23,8 +23,7 @@ export class SqliteGrantStore implements GrantStore {
   private readonly updateHolder: Database.Statement;
 
   constructor(path: string) {
-    this.db = openDatabase(path, MIGRATIONS);
-    this.db.pragma('synchronous = NORMAL');
+    this.db = openDatabase(path, MIGRATIONS, { synchronous: 'NORMAL' });
     this.insert = this.db.prepare('INSERT INTO grants (token_sha256, run_id, issued_at, holder) VALUES (?, ?, ?, ?)');
     this.removeRun = this.db.prepare('DELETE FROM grants WHERE run_id = ?');
     this.updateHolder = this.db.prepare('UPDATE grants SET holder = ? WHERE run_id = ?');
