@@ -60,6 +60,12 @@ if [ "$suite" = all ] || [ "$suite" = integration ]; then
       status=1
     fi
   done
+  # Each test Berth's agent network (berth-agents-<instance>), which it removes at its stop.
+  agents=$(podman network ls --format '{{.Name}}' | grep -c -E '^berth-agents-(test|svc)-' || true)
+  if [ "$agents" -gt 0 ]; then
+    echo "LEAK: $agents agent network(s) of test instances left:"; podman network ls --format '{{.Name}}' | grep -E '^berth-agents-(test|svc)-'
+    status=1
+  fi
   if runc list --quiet | grep -q '^buildah-'; then
     echo "LEAK: image build steps still running:"; runc list
     status=1

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { startOfflineModel, type OfflineModel } from '../../src/offline-model/server.js';
-import { modelUrlFromHost, testEnvironment } from './berth.js';
+import { modelUrlFromHost, removeAgentNetworkOf, testEnvironment } from './berth.js';
 import { waitFor } from './wait.js';
 import { removeTestDir } from './test-dir.js';
 
@@ -216,15 +216,9 @@ export async function serviceProcess(baseEnv: Record<string, string> = {}): Prom
       } catch {
         // No Podman service left behind.
       }
-      // A killed Berth cannot delete its nftables tables (network isolation): the next start of the same
-      // instance would replace them, and this instance has none.
-      for (const family of ['inet', 'bridge']) {
-        try {
-          execFileSync('nft', ['delete', 'table', family, `berth-${instance}`], { stdio: 'ignore' });
-        } catch {
-          // Not installed (rootless), or already gone.
-        }
-      }
+      // A killed Berth cannot delete its agent network or its nftables tables (network isolation): the next
+      // start of the same instance would reuse and replace them, and this instance has none.
+      await removeAgentNetworkOf(instance);
       await removeTestDir(dir);
     },
   };
