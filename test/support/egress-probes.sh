@@ -36,7 +36,9 @@ dns() {
   if [ -n "$back" ]; then echo "$1 ANSWERED"; else echo "$1 silent"; fi
 }
 model() {
-  local base=${ANTHROPIC_BASE_URL#http://} body='{"model":"claude-sonnet-4-5","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}'
+  local base=${ANTHROPIC_BASE_URL#http://} text=hi body
+  if [ -n "${3:-}" ]; then text=$(head -c "$3" /dev/zero | tr '\0' x); fi
+  body='{"model":"claude-sonnet-4-5","max_tokens":16,"messages":[{"role":"user","content":"'$text'"}]}'
   base=${base%/}
   exec 3<>"/dev/tcp/${base%:*}/${base##*:}" || { echo "$1 gateway-unreachable"; return; }
   printf 'POST /v1/messages HTTP/1.1\r\nHost: %s\r\nx-api-key: %s\r\nanthropic-version: 2023-06-01\r\ncontent-type: application/json\r\ncontent-length: %d\r\nConnection: close\r\n\r\n%s' "$base" "$2" "${#body}" "$body" >&3

@@ -223,7 +223,8 @@ export async function startHostTrap(): Promise<HostTrap> {
  *  - `tcp LABEL HOST PORT`: a direct TCP connection, no proxy (OPEN or closed);
  *  - `udp LABEL HOST PORT`: three datagrams, no proxy (the host side records what arrives);
  *  - `dns LABEL SERVER`: a DNS query over UDP (ANSWERED or silent);
- *  - `model LABEL KEY`: a Messages API request to ANTHROPIC_BASE_URL with that key: the status line.
+ *  - `model LABEL KEY [CHARS]`: a Messages API request to ANTHROPIC_BASE_URL with that key (and a prompt of
+ *    CHARS characters, to spend): the status line and the start of the answer.
  */
 const PROBES = readFileSync(join(import.meta.dirname, 'egress-probes.sh'), 'utf8');
 
