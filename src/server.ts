@@ -274,11 +274,40 @@ export async function startBerth(configured: Config, logger: Logger, hooks: Bert
     // it) and admits only the agent network's subnets (rootful; rootless connections arrive through Podman's
     // port forwarder). Closed after every run ended (cleanups run after stopFirst), before the usage store.
     const budgets = new Budgets(config.budgets, usageStore);
+    const configured = access.mode === 'not-configured' ? UNCONFIGURED_UPSTREAM : access.upstream;
+    // Read on every model request: a rotated credential secret is used from the next request on (engines
+    // hold none, so nothing else has to change).
+    let credential = configured.credential;
+    const upstream = { baseUrl: configured.baseUrl, get credential() { return credential; } };
+    if (access.mode === 'credentials-secret') {
+      // A rotation replaces the secret (podman secret rm + create): a new id, looked up every 5 s (one
+      // inspect); the value is read again only then (runtime.readSecret starts a container).
+      const name = config.engine.credentialsSecret;
+      let knownId = await runtime.secretId(name);
+      let checking = false;
+      const watch = setInterval(() => {
+        if (checking) return;
+        checking = true;
+        void (async () => {
+          const id = await runtime.secretId(name);
+          if (id === undefined || id === knownId) return;
+          const value = (await runtime.readSecret(name)).trim();
+          if (value === '') return logger.warn({ secret: name }, 'the engine credential secret was replaced by an empty one: the previous credential stays in use');
+          knownId = id;
+          credential = { kind: credential.kind, value };
+          logger.info({ secret: name }, 'the engine credential secret was replaced: the model gateway uses the new one');
+        })()
+          .catch((error: unknown) => logger.warn({ err: error, secret: name }, 'the engine credential secret could not be read again'))
+          .finally(() => (checking = false));
+      }, 5_000);
+      watch.unref();
+      cleanups.push(async () => clearInterval(watch));
+    }
     const gateway = await startGateway({
       host: '0.0.0.0',
       port: config.gateway.port,
       ...(rootful ? { allowedClients: agentNetworkClients(agentNetwork.subnets) ?? new BlockList() } : {}),
-      upstream: access.mode === 'not-configured' ? UNCONFIGURED_UPSTREAM : access.upstream,
+      upstream,
       grants,
       budgets,
       usage: budgets.recorder(usageStore),
