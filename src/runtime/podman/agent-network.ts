@@ -54,6 +54,9 @@ export async function ensureAgentNetwork(
   labels: Readonly<Record<string, string>>,
   internal: boolean,
 ): Promise<AgentNetwork> {
+  if (name === 'none' || name === 'host') {
+    throw new Error(`SERVICE_AGENT_NETWORK: "${name}" cannot be the agent network: engines reach the model only through Berth's gateway, on a bridge network of their own`);
+  }
   const ownedBy = (found: Readonly<Record<string, string>>) => Object.entries(labels).every(([key, value]) => found[key] === value);
   const path = `/networks/${encodeURIComponent(name)}/json`;
   for (let attempt = 1; ; attempt++) {
