@@ -145,7 +145,9 @@ export function buildEngineInvocation(options: {
   for (const tool of engine.allowed_tools ?? []) args.push('--allowedTools', tool);
   for (const tool of engine.disallowed_tools ?? []) args.push('--disallowedTools', tool);
   if (engine.json_schema !== undefined) args.push('--json-schema', JSON.stringify(engine.json_schema));
-  if (engine.max_budget_usd !== undefined) args.push('--max-budget-usd', String(engine.max_budget_usd));
+  // engine.max_budget_usd is enforced by Berth's model gateway, outside the container (core/gateway/budgets.ts):
+  // the engine's own --max-budget-usd is code in the container, and it stopped the engine after the request
+  // that crossed the budget, before the gateway could refuse the next one and the run end naming the limit.
   if (engine.max_turns !== undefined && engine.max_turns > 0) args.push('--max-turns', String(engine.max_turns));
   if (engine.effort !== undefined) args.push('--effort', engine.effort);
   if (engine.dangerously_skip_permissions !== false) args.push('--dangerously-skip-permissions');

@@ -39,7 +39,6 @@ const mappings: [string, EnginePlan, string, string | undefined][] = [
   ['system_prompt', { system_prompt: 'be brief' }, '--system-prompt-file', '/run/berth/input/system-prompt'],
   ['append_system_prompt', { append_system_prompt: 'and kind' }, '--append-system-prompt-file', '/run/berth/input/append-system-prompt'],
   ['json_schema', { json_schema: { type: 'object' } }, '--json-schema', '{"type":"object"}'],
-  ['max_budget_usd', { max_budget_usd: 1.5 }, '--max-budget-usd', '1.5'],
   ['max_turns', { max_turns: 7 }, '--max-turns', '7'],
   ['effort', { effort: 'xhigh' }, '--effort', 'xhigh'],
 ];
@@ -49,6 +48,12 @@ for (const [option, engine, flag, value] of mappings) {
     assert.equal(flagValue(invoke(engine).argv, flag), value);
   });
 }
+
+test('max_budget_usd is the model gateway\'s to enforce: the engine gets no --max-budget-usd', () => {
+  const { argv } = invoke({ max_budget_usd: 1.5 });
+  assert.ok(!argv.includes('--max-budget-usd'));
+  assert.ok(!argv.includes('1.5'));
+});
 
 test('system prompts travel as files, not argv', () => {
   const { files, argv } = invoke({ system_prompt: 'S'.repeat(200_000), append_system_prompt: 'A' });

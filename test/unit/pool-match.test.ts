@@ -26,6 +26,9 @@ test('the default request and what does not change the container or the engine c
     { prompt: 'say: hi', container: { disk: '2g' } },
     { prompt: 'say: hi', engine: { dangerously_skip_permissions: true } },
     { prompt: 'say: hi', workdir: '/workspace' },
+    // Enforced by the model gateway through the credential the claim binds, not by the container or the engine.
+    { prompt: 'say: hi', engine: { max_budget_usd: 0.5 } },
+    { prompt: 'say: hi', container: { network: { mode: 'none' as const } } },
   ] satisfies RunRequest[]) {
     assert.equal(poolMissReason(await plan(request), template), undefined, JSON.stringify(request));
   }

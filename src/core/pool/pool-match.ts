@@ -14,8 +14,11 @@ export const MISS_REASONS = [
 ] as const;
 export type MissReason = (typeof MISS_REASONS)[number];
 
-/** Engine plan keys that do not change the engine's command line or environment. */
-const FREE_ENGINE_KEYS = new Set<keyof EnginePlan>(['output_format']);
+/**
+ * Engine plan keys that do not change the engine's command line or environment: the output format, and the
+ * budget (the model gateway enforces it through the credential bound at the claim).
+ */
+const FREE_ENGINE_KEYS = new Set<keyof EnginePlan>(['output_format', 'max_budget_usd']);
 
 /** Why a run cannot use a pooled engine made for `template`, or undefined when it can. */
 export function poolMissReason(plan: RunPlan, template: RunPlan): MissReason | undefined {
