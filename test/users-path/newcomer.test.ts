@@ -19,6 +19,7 @@ const URL = 'http://127.0.0.1:8080';
 const MARKER = '<!-- newcomer-test: runs this block verbatim -->';
 const CLIENTS_MARKER = '<!-- newcomer-test: runs this block verbatim (clients) -->';
 const WORKSPACES_MARKER = '<!-- newcomer-test: runs this block verbatim (workspaces) -->';
+const EGRESS_MARKER = '<!-- newcomer-test: runs this block verbatim (egress) -->';
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
 /** The environment of a new user's shell: none of Berth's settings, no Podman settings. */
@@ -130,6 +131,17 @@ describe('a newcomer: fresh clone, make up, the README commands, load, Ctrl-C', 
     assert.match(stdout, /^\+exports\.add = \(a, b\) => a \+ b;$/m, stdout);
     assert.match(stdout, /^-exports\.add = \(a, b\) => a - b;$/m, stdout);
     assert.equal(stdout.trim().split('\n').at(-1), 'exports.add = (a, b) => a + b;', stdout);
+  });
+
+  test('the README\'s egress commands, run literally: the run holds its own token, a host not listed is refused, usage is shown', async () => {
+    const commands = await readmeCommands(await readFile(join(clone, 'README.md'), 'utf8'), EGRESS_MARKER);
+    const config = join(work, 'berth-config');
+    const { stdout } = await exec('bash', ['-ec', commands], { cwd: clone, env: { ...newcomerEnvironment(), BERTH_CONFIG_DIR: config }, timeout: 120_000 });
+    const lines = stdout.split('\n');
+    assert.equal(lines[0], 'brt_', stdout);
+    assert.match(stdout, /CONNECT tunnel failed, response 403/, stdout);
+    // `berth usage` lists today's requests of this caller: the runs above made some.
+    assert.match(stdout, /^today: +[1-9]\d* requests/m, stdout);
   });
 
   test('the web console: sign in with the API token, spawn an agent and chat with it', async () => {
