@@ -64,6 +64,8 @@ const berthConfig = (name: string, poolSize: number) =>
     SERVICE_AGENT_SESSIONS_DIR: join(dir, name, 'sessions'),
     SERVICE_INSTANCE_NAME: `${instance}-${name}`,
     SERVICE_OFFLINE_MODEL: 'false',
+    // Two Berths in this process: each its own gateway port (the default 8788 is taken by the first).
+    SERVICE_GATEWAY_PORT: '0',
     SERVICE_ENGINE_CREDENTIALS_SECRET: secret,
     SERVICE_ENGINE_BASE_URL: modelUrl,
     SERVICE_MAX_CONCURRENT_RUNS: String(Math.max(...levels)),
