@@ -126,7 +126,14 @@ export async function startTestBerth(env: Record<string, string> = {}, options: 
   const logger = onLog
     ? pino({ level: config.logLevel, mixin: traceFields }, { write: (line: string) => onLog(JSON.parse(line) as Record<string, unknown>) })
     : pino({ level: config.logLevel, mixin: traceFields });
-  const berth = await startBerth(config, logger, options.egressHosts ? { egressResolveOverride: options.egressHosts } : {});
+  let berth: RunningBerth;
+  try {
+    berth = await startBerth(config, logger, options.egressHosts ? { egressResolveOverride: options.egressHosts } : {});
+  } catch (error) {
+    // A start that failed has undone itself; its directory goes too.
+    await removeTestDir(dir);
+    throw error;
+  }
   let stopped = false;
   return {
     berth,
