@@ -7,12 +7,16 @@
 // stand for outside hosts (test/support/outside-hosts.ts); a trap on every host address records anything
 // that gets through.
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { networkInterfaces } from 'node:os';
+import { promisify } from 'node:util';
 import { setTimeout as delay } from 'node:timers/promises';
 import { after, afterEach, before, describe, test } from 'node:test';
 import type { TestBerth } from '../support/berth.js';
 import { startBerthWithCallers } from '../support/callers.js';
 import { OUTSIDE_COMMIT, probeResult, probeRun, startHostTrap, startOutsideHosts, type HostTrap, type OutsideHosts } from '../support/outside-hosts.js';
+
+const exec = promisify(execFile);
 
 /** The value of one labelled series in a Prometheus text exposition; fails when the series is missing (a rename must not read as 0). */
 function series(text: string, name: string): number {
@@ -47,6 +51,8 @@ describe('egress: the model key stays outside the container, a run reaches only 
   /** The agent network's gateway address: the host, as containers see it. */
   let gatewayHost: string;
   let apiPort: number;
+  /** The gateway address of Podman's default network (another bridge of the host, with a route out). */
+  let podmanBridge: string;
   let allowedHttp: string;
   let allowedHttps: string;
   /** Patterns admitting the two outside servers of allowed.test (their ports are not 80/443). */
@@ -68,6 +74,8 @@ describe('egress: the model key stays outside the container, a run reaches only 
       { egressHosts: outside.addresses },
     ));
     gatewayHost = new URL(t.berth.gateway.url).hostname;
+    podmanBridge = (await exec('podman', ['network', 'inspect', 'podman', '--format', '{{range .Subnets}}{{.Gateway}} {{end}}'])).stdout.trim().split(' ')[0] ?? '';
+    assert.match(podmanBridge, /^\d+\.\d+\.\d+\.\d+$/);
     apiPort = Number(new URL(t.url).port);
     allowedHttp = outside.url('http', 'allowed.test');
     allowedHttps = outside.url('https', 'allowed.test');
@@ -239,12 +247,12 @@ describe('egress: the model key stays outside the container, a run reaches only 
     const rawTargets: [label: string, host: string, port: number][] = [
       ['raw-gateway-trap', gatewayHost, trap.port],
       ['raw-gateway-api', gatewayHost, apiPort],
-      ['raw-podman-bridge', '10.88.0.1', trap.port],
+      ['raw-podman-bridge', podmanBridge, trap.port],
       ['raw-metadata', '169.254.169.254', 80],
       ['raw-outside', '1.1.1.1', 443],
       ...(ownAddress ? [['raw-host-address', ownAddress, trap.port] as [string, string, number]] : []),
     ];
-    const udpTargets = [gatewayHost, '10.88.0.1', ...(ownAddress ? [ownAddress] : [])];
+    const udpTargets = [gatewayHost, podmanBridge, ...(ownAddress ? [ownAddress] : [])];
     const proxyAuthOfDead = Buffer.from(`berth:${deadToken}`).toString('base64');
     const run = await t.request(
       'POST',
@@ -255,7 +263,7 @@ describe('egress: the model key stays outside the container, a run reaches only 
           probeRun(
             ...udpTargets.map((host, index) => `udp udp-${index} ${host} ${trap.port}`),
             `dns dns-gateway ${gatewayHost}`,
-            `dns dns-podman-bridge 10.88.0.1`,
+            `dns dns-podman-bridge ${podmanBridge}`,
             `if getent hosts allowed.test >/dev/null; then echo "resolve ANSWERED"; else echo "resolve silent"; fi`,
           ),
           // Internal destinations the caller listed: only the proxy's address check stands in the way.
