@@ -85,6 +85,8 @@ describe('validateRunRequest: a valid request', () => {
         cpuShares: 1024,
         timeoutMs: 1_800_000,
         timeoutText: '30m',
+        // SERVICE_EGRESS_DEFAULT_ALLOW is empty: the model gateway only.
+        network: { mode: 'allowlist', allow: [] },
       },
       webhookUrl: undefined,
     });
@@ -140,6 +142,7 @@ describe('validateRunRequest: a valid request', () => {
       timeoutMs: 600_000,
       timeoutText: '10m',
       lifecycle: { onCreate: ['pip install x'], postCreate: [], postStart: ['echo start'], timeoutMs: 120_000 },
+      network: { mode: 'allowlist', allow: [] },
     });
   });
 
