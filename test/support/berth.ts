@@ -78,17 +78,19 @@ export function modelUrlFromHost(port: number): string {
  */
 export async function removeAgentNetworkOf(instance: string): Promise<string[]> {
   const left: string[] = [];
-  const networks = (await exec('podman', ['network', 'ls', '--filter', `label=${INSTANCE_LABEL}=${instance}`, '--format', '{{.Name}}'])).stdout.split('\n').filter(Boolean);
-  for (const network of networks) {
-    left.push(`network ${network}`);
-    await exec('podman', ['network', 'rm', '--force', network]);
-  }
+  // The tables first: they name the network's bridge, and Podman gives a freed bridge name to the next
+  // network it makes (another test Berth's), whose traffic a stale table would then refuse.
   for (const family of ['inet', 'bridge']) {
     const table = `berth-${instance}`;
     if (await exec('nft', ['list', 'table', family, table]).then(() => true, () => false)) {
       left.push(`nft table ${family} ${table}`);
       await exec('nft', ['delete', 'table', family, table]);
     }
+  }
+  const networks = (await exec('podman', ['network', 'ls', '--filter', `label=${INSTANCE_LABEL}=${instance}`, '--format', '{{.Name}}'])).stdout.split('\n').filter(Boolean);
+  for (const network of networks) {
+    left.push(`network ${network}`);
+    await exec('podman', ['network', 'rm', '--force', network]);
   }
   return left;
 }
