@@ -10,6 +10,7 @@ import { isRuntimeUnreachable, translateRuntimeError } from '../runtime-errors.j
 import { errors } from '../../errors.js';
 import { HOOK_FAILED_EXIT_CODE } from '../../engine/command.js';
 import { LineSplitter, parseEngineLine, type ResultEnvelope } from '../../engine/stream-json.js';
+import { withoutWarmUp } from '../pool/replayed-output.js';
 import { turnLine } from '../../engine/stream-json-input.js';
 import type { PreparedSession } from '../sessions/session-store.js';
 import { OutputTail } from './output-tail.js';
@@ -177,7 +178,8 @@ export class RunExecutor {
       const elapsedMs = container.startedAtMs === undefined ? 0 : Date.now() - container.startedAtMs;
       return await this.watch(container.id, context, Math.max(0, context.plan.container.timeoutMs - elapsedMs), async () => {
         const following = new AbortController();
-        return { output: runtime.followOutput(container.id, following.signal), close: () => following.abort() };
+        // From the log's beginning: a pooled engine's warm-up is left out (core/pool/replayed-output.ts).
+        return { output: withoutWarmUp(runtime.followOutput(container.id, following.signal)), close: () => following.abort() };
       });
     } finally {
       await this.cleanUp(context, container.id);
