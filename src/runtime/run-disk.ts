@@ -93,7 +93,9 @@ export class LoopDisks implements RunDisks {
         await chmod(dir, place === 'tmp' || place === 'var-tmp' ? 0o1777 : 0o777);
       }
     } catch (error) {
-      if (mounted) await unmount(mountPoint).catch(() => undefined);
+      // `mount` can be killed after the kernel mounted (a terminal's Ctrl-C reaches Berth's children too):
+      // what counts is the mount table, not whether the command said so.
+      if (mounted || (await isMountPoint(mountPoint).catch(() => false))) await unmount(mountPoint).catch(() => undefined);
       await rm(image, { force: true });
       throw error;
     }
