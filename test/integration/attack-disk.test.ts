@@ -79,10 +79,11 @@ describe('bounded disk', () => {
     assert.equal(output.match(/Read-only file system/g)?.length, 4, output);
     // What the run took of the host's disk: its disk image, never more than the 1 GiB asked for.
     assert.ok(largestImage > 0.8 * GIB && largestImage <= 1.01 * GIB, `the run's disk image took ${(largestImage / GIB).toFixed(2)} GiB of the host`);
-    // The host's free space as a whole: other processes on this host write too (a margin for them), but
-    // without the limit this run alone takes 3 GB.
+    // The host's free space as a whole: without the limit this run alone takes 3 GB (2.8 GiB). Other
+    // processes write too (the other integration shard, side by side: stack and build disks, workspace
+    // uploads), so this coarse check leaves them room; the run's own share is the image check above.
     const dropped = before - lowest;
-    assert.ok(dropped < 1.5 * GIB, `the host's free space dropped by ${(dropped / GIB).toFixed(2)} GiB`);
+    assert.ok(dropped < 2.5 * GIB, `the host's free space dropped by ${(dropped / GIB).toFixed(2)} GiB`);
   });
 
   test('a default run works and writes its workdir; an over-max or malformed disk is a 400 naming container.disk', async () => {
