@@ -3,9 +3,8 @@
 // metric receives this object as a dependency; only metrics-server.ts exposes it.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { EgressDecision } from '../core/gateway/gateway-types.js';
+import { RUN_MODES, RUN_OUTCOMES } from '../core/runs/run-labels.js';
 
-export type RunMode = 'sync' | 'async' | 'stream' | 'agent';
-export type RunOutcome = 'completed' | 'failed' | 'crashed' | 'cancelled' | 'timeout' | 'oom' | 'rejected';
 export type WebhookOutcome = 'delivered' | 'retried' | 'failed';
 export type AuthFailureReason =
   | 'token_required'
@@ -20,8 +19,6 @@ export type GatewayOutcome = 'forwarded' | 'refused_credential' | 'refused_budge
 /** The token counts of a model answer, as the Messages API names them (without the `_tokens` suffixes). */
 export type ModelTokenKind = 'input' | 'output' | 'cache_creation' | 'cache_read';
 
-export const RUN_MODES: readonly RunMode[] = ['sync', 'async', 'stream', 'agent'];
-export const RUN_OUTCOMES: readonly RunOutcome[] = ['completed', 'failed', 'crashed', 'cancelled', 'timeout', 'oom', 'rejected'];
 export const WEBHOOK_OUTCOMES: readonly WebhookOutcome[] = ['delivered', 'retried', 'failed'];
 export const AUTH_FAILURE_REASONS: readonly AuthFailureReason[] = [
   'token_required', 'invalid_token', 'token_expired', 'token_blacklisted', 'invalid_api_token', 'blacklist_unavailable',
@@ -39,7 +36,7 @@ export interface Metrics {
   readonly httpRequests: Counter<'route' | 'method' | 'status'>;
   /** Seconds. Labels: route, method. */
   readonly httpDuration: Histogram<'route' | 'method'>;
-  /** Labels: mode (RunMode), outcome (RunOutcome). */
+  /** Labels: mode (core/runs/run-labels.ts RunMode), outcome (RunOutcomeLabel there). */
   readonly runs: Counter<'mode' | 'outcome'>;
   /** Seconds. Label: mode. */
   readonly runDuration: Histogram<'mode'>;
@@ -98,7 +95,7 @@ export function createMetrics(): Metrics {
     }),
     runs: new Counter({
       name: `${PREFIX}runs_total`,
-      help: 'Engine runs by mode (sync, async, stream, agent) and outcome.',
+      help: `Engine runs by mode (${RUN_MODES.join(', ')}) and outcome (${RUN_OUTCOMES.join(', ')}).`,
       labelNames: ['mode', 'outcome'],
       registers,
     }),

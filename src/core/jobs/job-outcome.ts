@@ -4,7 +4,8 @@ import type { Caller } from '../auth/caller.js';
 import type { ContainerState } from '../../runtime/container-runtime.js';
 import type { BerthError } from '../../errors.js';
 import type { RunRequest } from '../run-request.js';
-import type { AcceptedRun, RunMode, RunResult } from '../runs/run-service.js';
+import type { AcceptedRun, RunResult } from '../runs/run-service.js';
+import type { RunMode } from '../runs/run-labels.js';
 import type { RunHooks, RunOutcome } from '../runs/run-executor.js';
 import type { CrashInfo, CrashReason, JobChange } from '../../store/jobs/job-store.js';
 

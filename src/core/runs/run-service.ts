@@ -25,6 +25,7 @@ import { RunSlot, type ContainerSlots } from './container-slots.js';
 import { ENGINE_BINARY } from '../../engine/layout.js';
 import { context, trace, type Span } from '@opentelemetry/api';
 import { endRunSpan, startRunSpan } from './run-tracing.js';
+import { runOutcomeLabel, type RunMode, type RunOutcomeLabel } from './run-labels.js';
 import type { RunWorkspaces, WorkspaceCheck } from './run-workspace.js';
 import type { MissReason } from '../pool/pool-match.js';
 import type { RunGrants } from '../gateway/run-grants.js';
@@ -34,8 +35,6 @@ import type { BudgetDecision } from '../gateway/gateway-types.js';
 export interface BudgetAdmission {
   admission(caller: string, now: number): BudgetDecision;
 }
-
-export type RunMode = 'sync' | 'async' | 'stream' | 'agent';
 
 export interface RunUsage {
   readonly token_usage: TokenUsage;
@@ -52,7 +51,7 @@ export interface RunResult {
 }
 
 export interface RunObserver {
-  runFinished(mode: RunMode, outcome: RunOutcome['kind'] | 'timeout' | 'oom' | 'cancelled' | 'error', durationMs: number, phases: PhaseDurations): void;
+  runFinished(mode: RunMode, outcome: RunOutcomeLabel, durationMs: number, phases: PhaseDurations): void;
   containerStarted(): void;
   containerStopped(): void;
 }
@@ -395,7 +394,7 @@ export class RunService {
     const { phases } = accepted;
     // Only an async job waits between acceptance and execution (for a slot); other modes go straight on.
     if (mode === 'async') phases.end('queue');
-    let outcomeLabel: Parameters<RunObserver['runFinished']>[1] = 'error';
+    let outcome: RunOutcome | undefined;
     let stack: StackAttachment | undefined;
     try {
       // A re-attached run's stack is up already (its container was started by the previous process).
@@ -422,17 +421,16 @@ export class RunService {
       };
       if (container) observer?.containerStarted();
       const { pooled } = accepted;
-      const outcome = await context.with(trace.setSpan(context.active(), accepted.span), () =>
+      outcome = await context.with(trace.setSpan(context.active(), accepted.span), () =>
         container
           ? this.deps.executor.reattach(runContext, container)
           : pooled
             ? this.deps.executor.executePooled(runContext, pooled)
             : this.deps.executor.execute(runContext),
       );
-      outcomeLabel = outcome.kind === 'crashed' ? (outcome.reason === 'signal' ? 'crashed' : outcome.reason) : outcome.kind;
-      if (outcome.kind === 'crashed' && outcome.reason === 'cancelled') outcomeLabel = 'cancelled';
       return outcome;
     } finally {
+      const outcomeLabel = runOutcomeLabel(outcome);
       // (The executor revoked it already, at the outcome; this covers a run that never reached it.)
       this.deps.grants.revoke(accepted.runId);
       const durationMs = Date.now() - started;
