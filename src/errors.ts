@@ -8,6 +8,7 @@ export const ERROR_STATUS = {
   BERTH_ERR_REQUEST_TOO_LARGE: 413,
   BERTH_ERR_VALIDATION: 400,
   BERTH_ERR_IMAGE_MUSL: 400,
+  BERTH_ERR_IMAGE_NO_GLIBC: 400,
   BERTH_ERR_IMAGE_NO_ENGINE: 400,
   BERTH_ERR_IMAGE_NOT_ALLOWED: 400,
   BERTH_ERR_IMAGE_NOT_FOUND: 400,
@@ -83,6 +84,11 @@ export const errors = {
     new BerthError(
       'BERTH_ERR_IMAGE_MUSL',
       `image "${image}" is Alpine/musl-based: Alpine/musl-based images are not supported, because the engine needs glibc; use a Debian, Ubuntu or other glibc-based image`,
+    ),
+  noGlibcImage: (image: string) =>
+    new BerthError(
+      'BERTH_ERR_IMAGE_NO_GLIBC',
+      `image "${image}" has no glibc (no C library loader in its files, as in a FROM-scratch image): the engine needs glibc; use a Debian, Ubuntu or other glibc-based image`,
     ),
   engineNotInImage: (image: string) =>
     new BerthError(

@@ -435,7 +435,9 @@ export async function startBerth(configured: Config, logger: Logger, hooks: Bert
     cleanups.push(async () => stacks.stop());
     const webhookDestinations = new DestinationPolicy(config.webhooks.allowedHosts);
     const executor = new RunExecutor({ ...containerSettings, runtime, volumeStaging, log: logger });
-    const images = new ImageCheck(runtime, config.agent.mountEngine ? 'mounted' : 'in-image');
+    // One probe of an image's files answers both GET /images and the check before every run.
+    const imageProbe = new ImageProbe(runtime);
+    const images = new ImageCheck(runtime, config.agent.mountEngine ? 'mounted' : 'in-image', imageProbe);
     // Pre-started engines for runs and for agents like the default request; removed at stop before the runs drain.
     const template = await validateRunRequest({ prompt: 'pooled engine' }, { config, secretExists: async () => true });
     const enginePool = (kind: PoolKind, size: number) =>
@@ -614,7 +616,7 @@ export async function startBerth(configured: Config, logger: Logger, hooks: Bert
           registerImageRoutes(app, {
             images: new ImageCatalog({
               runtime,
-              probe: new ImageProbe(runtime),
+              probe: imageProbe,
               policy: {
                 allowedPatterns: config.agent.allowedImagePatterns,
                 defaultImage: config.agent.image,

@@ -44,6 +44,7 @@ export const RUN_REFUSALS: readonly (number | BerthError)[] = [
   errors.imageNotAllowed('<image>'),
   errors.imageNotFound('<image>'),
   errors.muslImage('<image>'),
+  errors.noGlibcImage('<image>'),
   errors.secretNotFound('<VARIABLE>', '<secret>'),
   401,
   errors.sessionNotFound('<session_id>'),

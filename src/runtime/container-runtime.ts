@@ -379,8 +379,6 @@ export interface ContainerRuntime {
    */
   mountImageTree(image: string, holder: { readonly name: string; readonly labels: Readonly<Record<string, string>> }): Promise<MountedImageTree>;
   inspectImage(reference: string): Promise<ImageInfo | undefined>;
-  /** Whether a path exists in the image's filesystem (probed without starting a container). */
-  imageHasAnyPath(reference: string, paths: readonly string[]): Promise<boolean>;
   /** Which of the paths exist in the image's filesystem: one probe container, one HEAD per path. */
   existingImagePaths(reference: string, paths: readonly string[]): Promise<Set<string>>;
   listImages(): Promise<ImageSummary[]>;

@@ -34,17 +34,25 @@ interface ImageRecord {
   allowed: boolean;
 }
 
-/** Builds an image of one layer of random (incompressible) bytes, pushes it, and removes it from the host. */
-async function pushLayerOnlyInRegistry(repository: string, bytes: number): Promise<void> {
-  const context = await mkdtemp(join(tmpdir(), 'berth-slow-image-'));
+/** Builds `tag` FROM scratch: one layer holding one file of `bytes` random (incompressible) bytes, no C library. */
+async function buildFromScratch(tag: string, bytes: number): Promise<void> {
+  const context = await mkdtemp(join(tmpdir(), 'berth-scratch-image-'));
   try {
     await writeFile(join(context, 'payload'), randomBytes(bytes));
     await writeFile(join(context, 'Containerfile'), 'FROM scratch\nCOPY payload /payload\n');
-    await podman('build', '--quiet', '--tag', SLOW_IMAGE, context);
+    await podman('build', '--quiet', '--tag', tag, context);
+  } finally {
+    await rm(context, { recursive: true, force: true });
+  }
+}
+
+/** Builds an image of one large layer, pushes it, and removes it from the host. */
+async function pushLayerOnlyInRegistry(repository: string, bytes: number): Promise<void> {
+  try {
+    await buildFromScratch(SLOW_IMAGE, bytes);
     await registry.push(SLOW_IMAGE, repository);
   } finally {
     await podman('rmi', SLOW_IMAGE).catch(() => undefined);
-    await rm(context, { recursive: true, force: true });
   }
 }
 
@@ -133,6 +141,29 @@ describe('GET /images/:name', () => {
   it('is a 400 for a name that is not an image reference', async () => {
     const response = await t.request('GET', '/images/Not..Valid');
     assert.equal(response.status, 400);
+  });
+});
+
+describe('an image without any C library (FROM scratch)', () => {
+  // One rule for both: the listing ranks it incompatible, and a run in it is refused before any container.
+  const scratch = `localhost/berth-test-scratch-${randomBytes(4).toString('hex')}:1`;
+  before(async () => buildFromScratch(scratch, 1024));
+  after(async () => {
+    await podman('rmi', scratch).catch(() => undefined);
+  });
+
+  it('is ranked 4, incompatible, by GET /images/:name', async () => {
+    const response = await t.request('GET', `/images/${scratch}`);
+    assert.equal(response.status, 200, JSON.stringify(response.body));
+    assert.deepEqual([response.body.compatibility_rank, response.body.compatible], [4, false]);
+  });
+
+  it('is refused with a 400 by POST /run, and no container is left', async () => {
+    const response = await t.request('POST', '/run', { prompt: 'hi', container: { image: scratch } });
+    assert.equal(response.status, 400, JSON.stringify(response.body));
+    assert.deepEqual(Object.keys(response.body).sort(), ['error', 'status']);
+    assert.match(response.body.error, /has no glibc/);
+    assert.deepEqual(await t.leftovers(), []);
   });
 });
 

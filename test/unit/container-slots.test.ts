@@ -63,3 +63,27 @@ test('a pooled engine\'s slot goes to a run when the server is otherwise full, a
   second.release();
   assert.equal(slots.inUse, 0);
 });
+
+test('an answered run frees its caller\'s share at once and the server\'s place only when its container is gone', async () => {
+  const slots = new ContainerSlots({ total: 3, perCaller: 2 });
+  const job = slots.take('alice');
+  const run = slots.take('alice');
+  assert.throws(() => slots.take('alice'), /too many containers|limit/i, 'alice is at her own limit');
+  run.answered();
+  assert.equal(slots.heldBy('alice'), 1);
+  assert.equal(slots.inUse, 2, 'the container being removed still counts for the server');
+  const agent = slots.take('alice');
+  assert.throws(() => slots.take('bob'), /server at capacity/, 'the server counts the answered run until its removal');
+  // A waiter of another caller gets the place once the container is gone, not at the answer.
+  let bobGot = false;
+  const bobWaits = slots.wait('bob', new AbortController().signal).then((slot) => ((bobGot = true), slot));
+  run.answered();
+  await Promise.resolve();
+  assert.equal(bobGot, false, 'answered twice frees nothing more');
+  run.release();
+  const bob = await bobWaits;
+  assert.equal(slots.heldBy('alice'), 2, 'released after answered: alice\'s count is not taken twice');
+  for (const slot of [job, agent, bob]) slot.release();
+  assert.equal(slots.inUse, 0);
+  assert.equal(slots.heldBy('alice'), 0);
+});

@@ -44,8 +44,17 @@ export function factsFromPaths(present: ReadonlySet<string>): ImageFacts {
   };
 }
 
+/** Why the engine cannot run in an image: the one rule both GET /images and every run apply. */
+export type Incompatibility = 'musl' | 'no_glibc';
+
+export function engineIncompatibility(facts: ImageFacts): Incompatibility | undefined {
+  if (facts.musl) return 'musl';
+  if (!facts.glibc) return 'no_glibc';
+  return undefined;
+}
+
 export function rankImage(facts: ImageFacts, official: boolean): Compatibility {
-  if (facts.musl || !facts.glibc) return { rank: 4, compatible: false };
+  if (engineIncompatibility(facts) !== undefined) return { rank: 4, compatible: false };
   if (official) return { rank: 1, compatible: true };
   if (ENGINE_REQUIRED_TOOLS.every((tool) => facts.tools.includes(tool))) return { rank: 2, compatible: true };
   return { rank: 3, compatible: true };

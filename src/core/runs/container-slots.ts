@@ -2,6 +2,10 @@
 // (SERVICE_MAX_CONTAINERS_PER_CALLER), runs, streams, async jobs and persistent agents together. Sync runs,
 // streams and agents take a slot before anything is created and are refused when none is free (429 for
 // the caller's own limit, 503 when the server is full); async jobs wait for one while they are pending.
+// A run answered at its result (RunService.executeUntilAnswered) gives its caller's share back then
+// (Slot.answered): the caller has its answer, and the engine's last writes and the container's removal
+// are Berth's work. Until the container is gone the slot still counts against SERVICE_MAX_CONTAINERS, so
+// the host never holds more containers than that limit says.
 import { errors } from '../../errors.js';
 
 export interface SlotLimits {
@@ -9,9 +13,15 @@ export interface SlotLimits {
   readonly perCaller: number;
 }
 
-/** One container's place; release() is idempotent. */
+/** One container's place; release() and answered() are idempotent. */
 export interface Slot {
+  /** The container is gone: the place is free for everyone. */
   release(): void;
+  /**
+   * The caller was answered while its container is still being torn down: the caller's share is free now,
+   * the host-wide place only at release().
+   */
+  answered(): void;
 }
 
 interface Waiter {
@@ -43,6 +53,7 @@ export class ContainerSlots {
         if (index >= 0) this.reclaimable.splice(index, 1);
         slot.release();
       },
+      answered: () => slot.answered(),
     };
   }
 
@@ -82,6 +93,11 @@ export class ContainerSlots {
     return this.total;
   }
 
+  /** Slots of this owner that count against its own limit now (answered runs being torn down do not). */
+  heldBy(owner: string): number {
+    return this.byOwner.get(owner) ?? 0;
+  }
+
   /** A full server gives a pre-started engine's slot to this owner's run (the engine is removed). */
   private reclaimIfFull(owner: string): void {
     if (this.fullFor(owner) !== 'server') return;
@@ -100,15 +116,26 @@ export class ContainerSlots {
   private grant(owner: string): Slot {
     this.total += 1;
     this.byOwner.set(owner, (this.byOwner.get(owner) ?? 0) + 1);
+    let callerShare = true;
     let released = false;
+    const freeCallerShare = () => {
+      if (!callerShare) return;
+      callerShare = false;
+      const left = (this.byOwner.get(owner) ?? 1) - 1;
+      if (left === 0) this.byOwner.delete(owner);
+      else this.byOwner.set(owner, left);
+    };
     return {
       release: () => {
         if (released) return;
         released = true;
         this.total -= 1;
-        const left = (this.byOwner.get(owner) ?? 1) - 1;
-        if (left === 0) this.byOwner.delete(owner);
-        else this.byOwner.set(owner, left);
+        freeCallerShare();
+        this.wakeWaiters();
+      },
+      answered: () => {
+        if (released || !callerShare) return;
+        freeCallerShare();
         this.wakeWaiters();
       },
     };
@@ -144,6 +171,11 @@ export class RunSlot {
 
   async wait(signal: AbortSignal): Promise<void> {
     this.held ??= await this.slots.wait(this.owner, signal);
+  }
+
+  /** The caller has its answer: its own limit no longer counts this run (the server's does until release()). */
+  answered(): void {
+    this.held?.answered();
   }
 
   release(): void {

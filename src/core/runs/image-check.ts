@@ -1,23 +1,25 @@
-// The engine is a glibc binary: an image without glibc cannot run it. Berth looks for the musl loader in
-// the image's files (not at its name) and remembers the answer per image id, so the probe runs once: also
-// when a burst of first runs asks at the same moment (they share the probe in flight instead of each
-// creating a probe container, which cost up to 0.7 s a run at concurrency 8).
+// The engine is a glibc binary: an image without glibc cannot run it. Whether an image has it is the rule
+// GET /images ranks by (core/images/compatibility.ts), applied to the same facts: its files are probed
+// (not its name) once per image id, also when a burst of first runs asks at the same moment (they share
+// the probe in flight instead of each creating a probe container, which cost up to 0.7 s a run at
+// concurrency 8).
 import { errors } from '../../errors.js';
 import type { ContainerRuntime } from '../../runtime/container-runtime.js';
 import { ENGINE_BINARY } from '../../engine/layout.js';
-
-const MUSL_LOADERS = ['/lib/ld-musl-x86_64.so.1', '/lib/ld-musl-aarch64.so.1', '/lib/ld-musl-armhf.so.1'];
+import { engineIncompatibility } from '../images/compatibility.js';
+import { ImageProbe } from '../images/image-probe.js';
 
 /** Where the engine comes from: mounted at /opt/claude from its own image, or inside the agent image. */
 export type EngineSource = 'mounted' | 'in-image';
 
 export class ImageCheck {
-  private readonly muslByImageId = new Map<string, Promise<boolean>>();
   private readonly engineByImageId = new Map<string, Promise<string | undefined>>();
 
   constructor(
     private readonly runtime: ContainerRuntime,
     private readonly engine: EngineSource = 'mounted',
+    /** Shared with GET /images, so an image is probed once for both. */
+    private readonly probe = new ImageProbe(runtime),
   ) {}
 
   /**
@@ -40,18 +42,17 @@ export class ImageCheck {
     return binary;
   }
 
-  /** Refuses an image that is missing or musl-based; returns its id. */
+  /** Refuses an image that is missing or that the engine cannot run in (musl, or no C library at all); returns its id. */
   async ensureRunnable(image: string): Promise<string> {
     const info = await this.runtime.inspectImage(image);
     if (!info) throw errors.imageNotFound(image);
-    let probe = this.muslByImageId.get(info.id);
-    if (probe === undefined) {
-      probe = this.runtime.imageHasAnyPath(image, MUSL_LOADERS);
-      this.muslByImageId.set(info.id, probe);
-      // A failed probe is not an answer: the next run probes again.
-      probe.catch(() => this.muslByImageId.delete(info.id));
+    switch (engineIncompatibility(await this.probe.facts(image, info.id))) {
+      case 'musl':
+        throw errors.muslImage(image);
+      case 'no_glibc':
+        throw errors.noGlibcImage(image);
+      case undefined:
+        return info.id;
     }
-    if (await probe) throw errors.muslImage(image);
-    return info.id;
   }
 }

@@ -482,6 +482,9 @@ export class RunService {
         ...hooks,
         onResult: (outcome) => {
           callerSignal.removeEventListener('abort', follow);
+          // The caller has its answer: its own container limit no longer counts this run, which the
+          // server's limit still does until the container is gone (container-slots.ts).
+          accepted.slot.answered();
           if (running) {
             this.deps.sessions.settleInBackground(accepted.session.sessionId, running);
             this.deps.workspaces?.settleInBackground(accepted.workspaceId, running);

@@ -266,15 +266,6 @@ export class PodmanRuntime implements ContainerRuntime {
     };
   }
 
-  async imageHasAnyPath(reference: string, paths: readonly string[]): Promise<boolean> {
-    return this.withProbe(reference, async (probe) => {
-      for (const path of paths) {
-        if (await this.probeHasPath(probe, path)) return true;
-      }
-      return false;
-    });
-  }
-
   async existingImagePaths(reference: string, paths: readonly string[]): Promise<Set<string>> {
     return this.withProbe(reference, async (probe) => {
       const found = await Promise.all(paths.map(async (path) => ((await this.probeHasPath(probe, path)) ? [path] : [])));
