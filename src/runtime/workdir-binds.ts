@@ -7,8 +7,9 @@ import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { DISK_IMAGE_SUFFIX } from './run-disk.js';
 import { bindTree, unbindTree } from './workspace-disks.js';
+import { uuidNamed } from '../uuid.js';
 
-const WORKSPACE_IMAGE = new RegExp(`^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})${DISK_IMAGE_SUFFIX.replace('.', '\\.')}$`);
+const WORKSPACE_IMAGE = uuidNamed(DISK_IMAGE_SUFFIX);
 
 /** Puts workspaces at run workdirs and takes them away again (a fake in unit tests). */
 export interface WorkdirBinder {

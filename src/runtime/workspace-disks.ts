@@ -14,6 +14,7 @@ import { execFile } from 'node:child_process';
 import { chmod, chown, mkdir, readdir, rmdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { UUID_PATTERN } from '../uuid.js';
 import { DISK_IMAGE_SUFFIX, mountPoints, shareMountsBelow, unmount, unshareMountsBelow, type RunDisks } from './run-disk.js';
 
 const run = promisify(execFile);
@@ -288,7 +289,7 @@ export class WorkspaceDisks {
 
   private mountPoint(id: string): string {
     // Workspace ids are Berth's own UUIDs (checked before any path is made from one).
-    if (!/^[0-9a-f-]{36}$/.test(id)) throw new Error(`not a workspace id: ${id}`);
+    if (!UUID_PATTERN.test(id)) throw new Error(`not a workspace id: ${id}`);
     return join(this.settings.dir, id);
   }
 }

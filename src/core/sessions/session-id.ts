@@ -1,7 +1,6 @@
 // Session ids are UUIDs, checked before any path is built from one: `../../etc` never reaches the filesystem.
 import { errors } from '../../errors.js';
-
-export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+import { UUID_PATTERN } from '../../uuid.js';
 
 /** The session id in canonical (lower-case) form; 400 when it is not a UUID. */
 export function checkSessionUuid(sessionId: string): string {

@@ -5,7 +5,8 @@ import { errors } from '../../errors.js';
 import { readTranscript, readTranscriptFile, sessionTitle, transcriptFiles } from '../../engine/transcript.js';
 import { transcriptMessages, type TranscriptMessage } from '../../engine/transcript-messages.js';
 import type { SessionStore } from './session-store.js';
-import { checkSessionUuid, UUID_PATTERN } from './session-id.js';
+import { checkSessionUuid } from './session-id.js';
+import { UUID_PATTERN } from '../../uuid.js';
 import type { Caller } from '../auth/caller.js';
 import type { StackView } from '../compose/stacks.js';
 

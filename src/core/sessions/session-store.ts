@@ -13,10 +13,11 @@ import type { EngineSession } from '../../engine/command.js';
 import { transcriptFiles } from '../../engine/transcript.js';
 import { isDirectory, pathExists } from './session-files.js';
 import { RunConfigDirs, type RunConfigDir } from './run-config-dirs.js';
-import { checkSessionUuid, UUID_PATTERN } from './session-id.js';
+import { checkSessionUuid } from './session-id.js';
+import { UUID_PATTERN } from '../../uuid.js';
 import { WRITABLE_DIR, type RunDisks, type WritablePlace } from '../../runtime/run-disk.js';
 
-export { checkSessionUuid, UUID_PATTERN };
+export { checkSessionUuid };
 
 /** Per-run engine configuration directories (run-config-dirs.ts). */
 const RUNS_DIR = '.runs';

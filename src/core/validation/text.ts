@@ -1,6 +1,7 @@
 // Rules for the free text of a run request: the prompts, tool names, model, session id and webhook URL.
 // Every rule throws a BerthError naming the field; nothing here touches the file system or Podman.
 import { errors } from '../../errors.js';
+import { UUID_PATTERN } from '../../uuid.js';
 
 /**
  * Characters refused in every text field: C0 controls except tab (U+0009), line feed (U+000A) and
@@ -23,9 +24,6 @@ export const MODEL_MAX_LENGTH = 200;
  */
 const TOOL_NAME = /^[A-Za-z_][A-Za-z0-9_.:*()\-,/~@=+ ]*$/;
 export const TOOL_NAME_MAX_LENGTH = 512;
-
-/** A UUID of any version, in canonical 8-4-4-4-12 form, lower- or uppercase hex. */
-const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 
 export const WEBHOOK_URL_MAX_LENGTH = 2048;
 
@@ -110,7 +108,7 @@ export function checkModel(model: string | undefined): string | undefined {
 export function checkSessionId(sessionId: string | undefined): string | undefined {
   if (sessionId === undefined) return undefined;
   checkCharacters(sessionId, 'engine.session_id', false);
-  if (!UUID.test(sessionId)) {
+  if (!UUID_PATTERN.test(sessionId)) {
     throw errors.invalid(`engine.session_id: "${sessionId}" is not a UUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, hexadecimal)`);
   }
   return sessionId.toLowerCase();

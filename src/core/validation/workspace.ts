@@ -5,7 +5,7 @@
 import { errors } from '../../errors.js';
 import { ENGINE_HOME } from '../../engine/layout.js';
 import type { SessionIntent, WorkspaceIntent } from '../run-plan.js';
-import { UUID_PATTERN } from '../sessions/session-id.js';
+import { UUID_PATTERN } from '../../uuid.js';
 import { checkCharacters } from './text.js';
 import { isUnder } from './volumes.js';
 

@@ -7,6 +7,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { errors } from '../../errors.js';
+import { UUID_PATTERN } from '../../uuid.js';
 import type { SessionLink, WorkspaceRecord, WorkspaceSource, WorkspaceStore } from '../../store/workspaces/workspace-store.js';
 import { takeCheckpoint as takeCheckpointOnDisk } from './checkpoints.js';
 import { treeUsage } from './workspace-files.js';
@@ -109,8 +110,6 @@ export interface WorkspaceServiceOptions {
   /** Copies one tree into another (a fork); `cp -a` by default. */
   readonly copyTree?: (from: string, to: string) => Promise<void>;
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** The reason given when workspaces are asked for on a Berth without disks. */
 export const WORKSPACES_NEED_ROOT = 'workspaces need a rootful Berth (each workspace is a loop-mounted file system of its own)';
@@ -418,7 +417,7 @@ export class WorkspaceService {
   /** The caller's workspace; anything else (another caller's, a malformed id, one being deleted) is 404. */
   private async owned(owner: string, id: string): Promise<WorkspaceRecord> {
     this.disks();
-    if (!UUID.test(id) || this.deleting.has(id)) throw errors.workspaceNotFound(id);
+    if (!UUID_PATTERN.test(id) || this.deleting.has(id)) throw errors.workspaceNotFound(id);
     const record = await this.store.get(id);
     if (record === undefined || record.owner !== owner) throw errors.workspaceNotFound(id);
     return record;
