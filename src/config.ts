@@ -222,6 +222,13 @@ export interface Config {
     /** Open event streams on the whole server. */
     readonly maxStreams: number;
   };
+  /** The replayable event log (store/events, docs/streaming.md): what a reconnecting client can be sent again. */
+  readonly events: {
+    /** Events kept per agent or job. */
+    readonly maxPerStream: number;
+    /** Events older than this are pruned. */
+    readonly maxAgeMs: number;
+  };
   readonly auth: {
     readonly enabled: boolean;
     readonly jwtSecret: string;
@@ -608,6 +615,10 @@ export function loadConfig(env: Env = process.env): Config {
       heartbeatMs: read.duration('SERVICE_SSE_HEARTBEAT_INTERVAL', '15s'),
       maxBufferedBytes: read.memory('SERVICE_SSE_MAX_BUFFER', '4m'),
       maxStreams: read.int('SERVICE_SSE_MAX_STREAMS', 512, 1, 1_000_000),
+    },
+    events: {
+      maxPerStream: read.int('SERVICE_EVENTS_MAX_PER_STREAM', 5_000, 1, 10_000_000),
+      maxAgeMs: read.duration('SERVICE_EVENTS_MAX_AGE', '24h'),
     },
     auth: {
       enabled: authEnabled,

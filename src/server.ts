@@ -34,6 +34,7 @@ import { EnginePools } from './core/pool/engine-pools.js';
 import { hostCpu } from './runtime/host-cpu.js';
 import { stopWork } from './core/shutdown.js';
 import { SqliteAgentStore } from './store/agents/sqlite-agent-store.js';
+import { SqliteEventLog } from './store/events/sqlite-event-log.js';
 import { validateRunRequest } from './core/validation/validate-run.js';
 import { registerSessionRoutes } from './http/routes/sessions.js';
 import { EngineAccess, HOST_FROM_CONTAINER } from './core/engine-access.js';
@@ -177,6 +178,15 @@ export async function startBerth(configured: Config, logger: Logger, hooks: Bert
     cleanups.push(() => jobStore.close());
     const agentStore = new SqliteAgentStore(join(config.dataDir, 'agents.db'));
     cleanups.push(async () => agentStore.close());
+    // The replayable event log (store/events, docs/agents.md): closed after the agents and jobs that write it
+    // (cleanups run in reverse); pruned to SERVICE_EVENTS_MAX_AGE every minute at most.
+    const eventLog = new SqliteEventLog(join(config.dataDir, 'events.db'), config.events);
+    cleanups.push(() => eventLog.close());
+    const pruneEvents = () => void eventLog.prune(Date.now()).catch((error: unknown) => logger.warn({ err: error }, 'pruning the event log failed; the next pass retries'));
+    pruneEvents();
+    const eventPruner = setInterval(pruneEvents, Math.max(1_000, Math.min(60_000, config.events.maxAgeMs)));
+    eventPruner.unref();
+    cleanups.push(async () => clearInterval(eventPruner));
     // What the model gateway records (store/usage/): budgets are counted from it, GET /usage reads it. Closed
     // after the gateway (cleanups run in reverse), so no record of a request in flight is lost.
     const usageStore = new SqliteUsageStore(join(config.dataDir, 'usage.db'));
@@ -539,6 +549,7 @@ export async function startBerth(configured: Config, logger: Logger, hooks: Bert
       // An agent followed again after a restart holds its workspace again (RunService.reclaimSession).
       sessions: { hide: (id) => sessions.hide(id), reclaim: (run) => runs.reclaimSession(run, 'agent') },
       store: agentStore,
+      events: eventLog,
       slots,
       container: { ...containerSettings, runtime, log: logger },
       defaultIdleTimeoutSeconds: config.agents.defaultIdleTimeoutSeconds,

@@ -8,8 +8,11 @@ import { BerthError, errors } from '../errors.js';
 export interface SseChannel {
   /** Aborted when the client disconnects; the producer stops its work (a run: its container is removed). */
   readonly signal: AbortSignal;
-  /** One frame: an optional `event:` line and `data: <JSON>`. Dropped once the client is gone. */
-  send(data: unknown, event?: string): void;
+  /**
+   * One frame: an optional `id:` line (its id in the event log; a reconnecting client sends the last one it
+   * got as Last-Event-ID), an optional `event:` line and `data: <JSON>`. Dropped once the client is gone.
+   */
+  send(data: unknown, event?: string, id?: number): void;
 }
 
 export interface SseOptions {
@@ -76,10 +79,26 @@ export function checkEventName(event: string): void {
 }
 
 /** One frame's bytes. JSON.stringify escapes CR and LF, so the data stays on one `data:` line. */
-export function formatFrame(data: unknown, event?: string): string {
+export function formatFrame(data: unknown, event?: string, id?: number): string {
   if (event !== undefined) checkEventName(event);
+  if (id !== undefined && !(Number.isSafeInteger(id) && id >= 0)) throw new TypeError('an SSE event id must be a whole number');
   const json = JSON.stringify(data) ?? 'null';
-  return `${event === undefined ? '' : `event: ${event}\n`}data: ${json}\n\n`;
+  return `${id === undefined ? '' : `id: ${id}\n`}${event === undefined ? '' : `event: ${event}\n`}data: ${json}\n\n`;
+}
+
+/**
+ * The event id a reconnecting client asks to resume after: the `Last-Event-ID` header (what EventSource
+ * sends by itself), else the `last_event_id` query parameter (for clients that cannot set headers). A
+ * value that is not a whole number is a 400 naming where it came from; absent: undefined.
+ */
+export function lastEventIdOf(header: string | string[] | undefined, query: string | undefined): number | undefined {
+  const [value, field] = header !== undefined ? [Array.isArray(header) ? header[0] : header, 'Last-Event-ID'] : [query, 'last_event_id'];
+  if (value === undefined) return undefined;
+  const trimmed = value.trim();
+  // An empty Last-Event-ID is what EventSource sends before it got any id: a first connection.
+  if (trimmed === '' && field === 'Last-Event-ID') return undefined;
+  if (!/^\d{1,15}$/.test(trimmed)) throw errors.invalid(`${field}: must be the id of an event received (a whole number), got ${JSON.stringify(value.slice(0, 40))}`);
+  return Number(trimmed);
 }
 
 export async function streamEvents(reply: FastifyReply, options: SseOptions, produce: (channel: SseChannel) => Promise<void>): Promise<void> {
@@ -130,7 +149,7 @@ export async function streamEvents(reply: FastifyReply, options: SseOptions, pro
     res.flushHeaders();
     await produce({
       signal: controller.signal,
-      send: (data, event) => write(formatFrame(data, event)),
+      send: (data, event, id) => write(formatFrame(data, event, id)),
     });
   } catch (error) {
     const known = error instanceof BerthError ? error : errors.internal('internal error; see the service log for details');

@@ -13,7 +13,10 @@ import { Agent, type AgentOptions } from './agent.js';
 import { READY_REQUEST } from '../../engine/stream-json-input.js';
 import { AgentContainer, type AgentContainerDependencies } from './agent-container.js';
 import { AGENT_STATUSES, EXIT_REASONS, type AgentSnapshot, type AgentStatus } from './agent-types.js';
-import type { Subscription } from './subscription.js';
+import { eventStreams, type EventLog } from '../../store/events/event-log.js';
+import { StreamRecorder } from '../events/stream-recorder.js';
+import { replayThenLive, type EventsLostEvent } from '../events/replay.js';
+import type { AgentEvent } from './agent-types.js';
 import { IdleWatchdog, type Timers } from './watchdog.js';
 import { findAgentAgain, type RestoreDependencies } from './agent-restore.js';
 import type { AgentRecord, AgentStore } from '../../store/agents/agent-store.js';
@@ -41,6 +44,11 @@ export interface AgentServiceDependencies {
   /** Validation, image check and session taking, shared with runs. */
   readonly runs: { accept(request: RunRequest, options: { readonly caller: Caller; readonly purpose: 'agent' }): Promise<AcceptedRun> };
   readonly sessions: { hide(sessionId: string): Promise<void> } & RestoreDependencies['sessions'];
+  /**
+   * The replayable event log (store/events): every agent event is kept there under its id, so a client
+   * reconnects with Last-Event-ID without missing any. Absent (unit tests): live events only, no ids.
+   */
+  readonly events?: EventLog;
   /** Durable records, so that a restarted service finds its agents again (absent in unit tests). */
   readonly store?: AgentStore;
   /** Where restored agents take their container slots. */
@@ -60,6 +68,12 @@ export interface AgentServiceDependencies {
   readonly budgets?: BudgetAdmission;
   readonly now?: () => number;
   readonly timers?: Timers;
+}
+
+/** One client's view of an agent's events (follow()). */
+export interface AgentEventStream {
+  readonly events: AsyncIterable<AgentEvent | EventsLostEvent>;
+  close(): void;
 }
 
 interface Entry {
@@ -92,6 +106,7 @@ export class AgentService {
         forget: (agent) => {
           this.entries.delete(agent.id);
           this.deps.store?.remove(agent.id);
+          this.forgetEvents(agent.id);
           this.reportStatuses();
         },
       },
@@ -154,6 +169,7 @@ export class AgentService {
       onStatus: () => this.statusChanged(agentId),
       turnError: this.turnError(container.inputsId),
       maxSubscribers: this.deps.maxSubscribers,
+      ...this.recorderOf(agentId),
     });
     this.deps.store?.insert({
       id: agentId,
@@ -248,6 +264,7 @@ export class AgentService {
       onStatus: () => this.statusChanged(record.id),
       turnError: this.turnError(record.inputsId),
       maxSubscribers: this.deps.maxSubscribers,
+      ...this.recorderOf(record.id),
       restored: { createdAtMs: Date.parse(record.createdAt), lastActivityMs: Date.parse(record.lastActivityAt), ...progress },
     });
   }
@@ -296,8 +313,42 @@ export class AgentService {
     }
   }
 
-  subscribe(id: string, caller: Caller): Subscription {
-    return this.entry(id, caller).agent.subscribe();
+  /**
+   * The agent's events for one stream: with `afterId` (Last-Event-ID), first those kept after it, then live
+   * ones, none twice (core/events/replay.ts); without, live ones only. close() ends it (the client left).
+   */
+  follow(id: string, caller: Caller, afterId: number | undefined): AgentEventStream {
+    const subscription = this.entry(id, caller).agent.subscribe();
+    const { events } = this.deps;
+    if (!events) return { events: subscription, close: () => subscription.close() };
+    return {
+      events: replayThenLive<AgentEvent>({
+        log: events,
+        stream: eventStreams.agent(id),
+        afterId,
+        live: subscription,
+        fromLog: (stored) => ({ ...(stored.data as unknown as AgentEvent), id: stored.id }),
+        // A late subscriber of an exited agent is handed its exited event again; a replay may have sent it.
+        once: ['exited'],
+        now: this.deps.now,
+      }),
+      close: () => subscription.close(),
+    };
+  }
+
+  /** The agent's writer to the event log, as Agent options (none without a log). */
+  private recorderOf(agentId: string): Pick<AgentOptions, 'recorder'> {
+    const { events } = this.deps;
+    if (!events) return {};
+    const recorder = new StreamRecorder(events, eventStreams.agent(agentId), (error) =>
+      this.deps.log.error({ err: error, agentId }, 'an agent event could not be kept in the event log; it is sent live without an id'),
+    );
+    return { recorder };
+  }
+
+  /** A forgotten agent's events go with it. */
+  private forgetEvents(agentId: string): void {
+    this.deps.events?.removeStream(eventStreams.agent(agentId)).catch((error: unknown) => this.deps.log.warn({ err: error, agentId }, 'an agent\'s events could not be removed from the event log'));
   }
 
   /** DELETE: stops a live agent (its record stays for the retention, as exited); forgets an exited one. */
@@ -307,6 +358,7 @@ export class AgentService {
       await entry.ended;
       this.entries.delete(id);
       this.deps.store?.remove(id);
+      this.forgetEvents(id);
       this.reportStatuses();
       return;
     }

@@ -24,6 +24,11 @@ export type AgentEventType = (typeof AGENT_EVENT_TYPES)[number];
 /** One event as sent on the stream: `event: <type>` and `data: <this as JSON>` (closed: `data: {}`). */
 export interface AgentEvent {
   readonly type: AgentEventType;
+  /**
+   * Its id in the event log (store/events), sent as the SSE `id:` line, not in the data; absent for events
+   * that are not kept (closed, and the notice of a detach).
+   */
+  readonly id?: number;
   /** The turn the event belongs to; absent for events outside any turn. */
   readonly turn_id?: string;
   /** output: the engine's stdout line verbatim; error and exited: the error text. */

@@ -8,6 +8,7 @@ import type { AgentEvent, AgentEventType, AgentSnapshot, AgentStatus } from './a
 import { truncationMarker, type ReadLine } from './line-reader.js';
 import { EventFanout, SUBSCRIBER_BUFFER, type Subscription } from './subscription.js';
 import { isReadyAnswer, turnLine } from '../../engine/stream-json-input.js';
+import type { StreamRecorder } from '../events/stream-recorder.js';
 
 
 export interface AgentOptions {
@@ -24,6 +25,12 @@ export interface AgentOptions {
   readonly subscriberBuffer?: number;
   /** Event streams one agent serves at once (SERVICE_AGENT_MAX_SUBSCRIBERS); beyond it subscribe() is a 429. */
   readonly maxSubscribers?: number;
+  /**
+   * The agent's writer to the event log: every event is appended first and delivered with its id, so a
+   * client can reconnect with Last-Event-ID (core/events/replay.ts). Absent: events are delivered at once,
+   * without ids (unit tests).
+   */
+  readonly recorder?: StreamRecorder;
   /** Called after every status change (metrics, the durable record). */
   readonly onStatus?: () => void;
   /**
@@ -99,6 +106,8 @@ export class Agent {
   private lastTurn: string | undefined;
   private exitErrorValue: string | undefined;
   private exitedAtMs: number | undefined;
+  /** The exited event once the log gave it its id (recorder only). */
+  private exitedEvent: AgentEvent | undefined;
   private readonly fanout: EventFanout;
   private readonly now: () => number;
   private readonly newTurnId: () => string;
@@ -177,7 +186,11 @@ export class Agent {
     const max = this.options.maxSubscribers ?? Number.POSITIVE_INFINITY;
     if (this.fanout.count >= max) throw errors.tooManySubscribers(this.id, max);
     const subscription = this.fanout.subscribe();
-    if (this.statusValue === 'exited') subscription.finish(this.finalEvents());
+    if (this.statusValue !== 'exited') return subscription;
+    // Once the exited event is recorded (and so has its id), or at once without a recorder.
+    const { recorder } = this.options;
+    if (recorder) recorder.after(() => subscription.finish(this.finalEvents()));
+    else subscription.finish(this.finalEvents());
     return subscription;
   }
 
@@ -259,17 +272,26 @@ export class Agent {
     this.exitedAtMs = this.now();
     this.currentTurn = undefined;
     this.setStatus('exited');
-    this.fanout.finish(this.finalEvents());
+    const [exited, closed] = this.finalEvents();
+    const { recorder } = this.options;
+    if (!recorder) return this.fanout.finish([exited!, closed!]);
+    recorder.record(exited!, (stored) => {
+      this.exitedEvent = stored;
+      this.fanout.finish([stored, closed!]);
+    });
   }
 
   /** The service lets go of the agent without stopping it (shutdown with detach): subscribers are told and closed. */
   detach(reason: string): void {
     if (this.statusValue === 'exited') return;
     const at = new Date(this.now()).toISOString();
-    this.fanout.finish([
+    // Not recorded: it is about these connections, not the agent, which goes on.
+    const notice: AgentEvent[] = [
       { type: 'error', ...(this.currentTurn ? { turn_id: this.currentTurn } : {}), content: reason, at },
       { type: 'closed', at },
-    ]);
+    ];
+    if (this.options.recorder) this.options.recorder.after(() => this.fanout.finish(notice));
+    else this.fanout.finish(notice);
   }
 
   /** Whether the idle watchdog should stop this agent at `nowMs`. */
@@ -301,18 +323,20 @@ export class Agent {
   private finalEvents(): AgentEvent[] {
     const at = new Date(this.exitedAtMs ?? this.now()).toISOString();
     return [
-      { type: 'exited', ...(this.lastTurn ? { turn_id: this.lastTurn } : {}), content: this.exitErrorValue ?? '', at },
+      this.exitedEvent ?? { type: 'exited', ...(this.lastTurn ? { turn_id: this.lastTurn } : {}), content: this.exitErrorValue ?? '', at },
       { type: 'closed', at },
     ];
   }
 
   private emit(type: AgentEventType, content?: string): void {
-    this.fanout.publish({
+    const event: AgentEvent = {
       type,
       ...(this.currentTurn ? { turn_id: this.currentTurn } : {}),
       ...(content !== undefined ? { content } : {}),
       at: new Date(this.now()).toISOString(),
-    });
+    };
+    if (this.options.recorder) this.options.recorder.record(event, (stored) => this.fanout.publish(stored));
+    else this.fanout.publish(event);
   }
 
   private setStatus(status: AgentStatus): void {

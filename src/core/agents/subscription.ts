@@ -9,8 +9,11 @@ export const SUBSCRIBER_BUFFER = 32;
 /** Bytes of events (as JSON) one subscriber may have queued. */
 export const SUBSCRIBER_BUFFER_BYTES = 4 * 1024 * 1024;
 
-export class Subscription implements AsyncIterable<AgentEvent> {
-  private readonly queue: { event: AgentEvent; bytes: number }[] = [];
+/** Anything with an event name: an agent's events, a job's. */
+type NamedEvent = { readonly type: string };
+
+export class Subscription<E extends NamedEvent = AgentEvent> implements AsyncIterable<E> {
+  private readonly queue: { event: E; bytes: number }[] = [];
   private queuedBytes = 0;
   private waiting: (() => void) | undefined;
   private ended = false;
@@ -18,12 +21,12 @@ export class Subscription implements AsyncIterable<AgentEvent> {
 
   constructor(
     private readonly capacity: number,
-    private readonly onClose: (subscription: Subscription) => void,
+    private readonly onClose: (subscription: Subscription<E>) => void,
     private readonly capacityBytes = SUBSCRIBER_BUFFER_BYTES,
   ) {}
 
   /** Queues an event of `bytes` (its JSON size); false when the buffer was full and the event was dropped. */
-  push(event: AgentEvent, bytes = 0): boolean {
+  push(event: E, bytes = 0): boolean {
     if (this.ended) return false;
     if (this.queue.length >= this.capacity || (this.queue.length > 0 && this.queuedBytes + bytes > this.capacityBytes)) {
       this.dropped += 1;
@@ -36,7 +39,7 @@ export class Subscription implements AsyncIterable<AgentEvent> {
   }
 
   /** Queues the final events whatever the buffer holds, then ends the subscription. */
-  finish(finalEvents: readonly AgentEvent[]): void {
+  finish(finalEvents: readonly E[]): void {
     if (this.ended) return;
     this.queue.push(...finalEvents.map((event) => ({ event, bytes: 0 })));
     this.ended = true;
@@ -56,7 +59,7 @@ export class Subscription implements AsyncIterable<AgentEvent> {
     return this.queue.length;
   }
 
-  async *[Symbol.asyncIterator](): AsyncIterator<AgentEvent> {
+  async *[Symbol.asyncIterator](): AsyncIterator<E> {
     try {
       for (;;) {
         const next = this.queue.shift();
@@ -80,25 +83,25 @@ export class Subscription implements AsyncIterable<AgentEvent> {
   }
 }
 
-export class EventFanout {
-  private readonly subscriptions = new Set<Subscription>();
+export class EventFanout<E extends NamedEvent = AgentEvent> {
+  private readonly subscriptions = new Set<Subscription<E>>();
 
   constructor(private readonly capacity = SUBSCRIBER_BUFFER) {}
 
-  subscribe(): Subscription {
-    const subscription = new Subscription(this.capacity, (s) => this.subscriptions.delete(s));
+  subscribe(): Subscription<E> {
+    const subscription = new Subscription<E>(this.capacity, (s) => this.subscriptions.delete(s));
     this.subscriptions.add(subscription);
     return subscription;
   }
 
-  publish(event: AgentEvent): void {
+  publish(event: E): void {
     if (this.subscriptions.size === 0) return;
     const bytes = Buffer.byteLength(JSON.stringify(event));
     for (const subscription of this.subscriptions) subscription.push(event, bytes);
   }
 
   /** Delivers the final events to every subscriber and ends them all. */
-  finish(finalEvents: readonly AgentEvent[]): void {
+  finish(finalEvents: readonly E[]): void {
     for (const subscription of [...this.subscriptions]) subscription.finish(finalEvents);
     this.subscriptions.clear();
   }

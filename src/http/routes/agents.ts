@@ -9,7 +9,7 @@ import type { AgentService } from '../../core/agents/agent-service.js';
 import { AGENT_STATUSES } from '../../core/agents/agent-types.js';
 import { errors } from '../../errors.js';
 import { errorResponses, EXAMPLE_SESSION_ID, SLOT_REFUSALS, withExample } from '../schemas.js';
-import { streamEvents, type SseOptions } from '../sse.js';
+import { lastEventIdOf, streamEvents, type SseOptions } from '../sse.js';
 
 const AgentSnapshotSchema = Type.Object({
   id: Type.String({ description: 'Agent id, prefix agent-' }),
@@ -67,13 +67,22 @@ const SpawnBodySchema = Type.Object(
 const SendBodySchema = Type.Object({ prompt: Type.String({ description: 'The turn\'s text.' }) }, { additionalProperties: false });
 const IdParams = Type.Object({ id: Type.String({ description: 'Agent id, prefix agent-' }) });
 type IdParams = Static<typeof IdParams>;
+const StreamQuery = Type.Object(
+  { last_event_id: Type.Optional(Type.String({ description: 'As the Last-Event-ID header, for clients that cannot set one; the header wins when both are given.' })) },
+  { additionalProperties: false },
+);
+const StreamHeaders = Type.Object({
+  'last-event-id': Type.Optional(Type.String({ description: 'The id of the last event received: the events after it that are kept are sent first.' })),
+});
 
 const EVENTS = [
-  'Each frame is `event: <type>` and `data: <JSON>` with type, turn_id, content, at.',
+  'Each frame is `id: <n>` (the event\'s id in the event log, growing), `event: <type>` and `data: <JSON>` with type, turn_id, content, at.',
   'turn_start: a send was accepted; output: one engine stdout line, verbatim, in content (a line over 10 MiB is replaced by {"type":"berth_truncated",...});',
   'turn_end: the turn completed; error: the engine wrote to stderr or the turn failed (content is the text);',
-  'exited: the agent stopped (content is its exit_error); closed: the stream ends (data {}).',
-  'Each subscriber has a buffer of 32 events; events for a subscriber whose buffer is full are dropped. Comment lines `: ping` are heartbeats.',
+  'exited: the agent stopped (content is its exit_error); closed: the stream ends (data {}, no id).',
+  'A client that reconnects with the header `Last-Event-ID: <the last id it got>` (or `?last_event_id=`) is first sent the events it missed, then live ones, none twice; `0` replays every event kept (SERVICE_EVENTS_MAX_PER_STREAM, SERVICE_EVENTS_MAX_AGE).',
+  'When some it missed are no longer kept, an `events_lost` frame (no id) with after and lost_through comes first, then what is kept.',
+  'Each subscriber has a buffer of 32 events; a subscriber that falls behind is sent what its buffer dropped again from the event log. Comment lines `: ping` are heartbeats.',
 ].join(' ');
 
 const EXAMPLE_TURN = 'turn-9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a';
@@ -173,7 +182,7 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDepend
     async (request) => agents.send(request.params.id, request.body.prompt, requestCaller(request)),
   );
 
-  app.get<{ Params: IdParams }>(
+  app.get<{ Params: IdParams; Querystring: Static<typeof StreamQuery>; Headers: Static<typeof StreamHeaders> }>(
     '/agents/:id/stream',
     {
       schema: {
@@ -181,21 +190,26 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDepend
         summary: 'Follow an agent\'s events as Server-Sent Events',
         description: EVENTS,
         params: IdParams,
+        querystring: StreamQuery,
+        headers: StreamHeaders,
         response: {
           200: { description: EVENTS, content: { 'text/event-stream': { schema: Type.String(), example: EXAMPLE_EVENTS } } },
-          ...errorResponses(401, agentNotFound, 429, errors.tooManySubscribers('<id>', '<limit>'), errors.streamsAtCapacity('<limit>')),
+          ...errorResponses(400, 401, agentNotFound, 429, errors.tooManySubscribers('<id>', '<limit>'), errors.streamsAtCapacity('<limit>')),
         },
       },
     },
     async (request, reply) => {
-      const subscription = agents.subscribe(request.params.id, requestCaller(request));
+      const afterId = lastEventIdOf(request.headers['last-event-id'], request.query.last_event_id);
+      const followed = agents.follow(request.params.id, requestCaller(request), afterId);
       await streamEvents(reply, deps.sse, async (channel) => {
-        const leave = () => subscription.close();
+        const leave = () => followed.close();
         channel.signal.addEventListener('abort', leave, { once: true });
         if (channel.signal.aborted) leave();
         try {
-          for await (const event of subscription) {
-            channel.send(event.type === 'closed' ? {} : event, event.type);
+          for await (const event of followed.events) {
+            // The id goes on the `id:` line only: the data stays as it always was.
+            const { id, ...data } = event as typeof event & { id?: number };
+            channel.send(event.type === 'closed' ? {} : data, event.type, id);
             // Wait for a slow client here, so its subscription buffer (not the socket) fills and drops.
             if (reply.raw.writableNeedDrain) await once(reply.raw, 'drain', { signal: channel.signal }).catch(() => undefined);
           }
