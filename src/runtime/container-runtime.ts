@@ -16,6 +16,11 @@ export class RuntimeError extends Error {
 }
 
 export const RUN_LABEL = 'berth.run';
+/**
+ * On an engine the pool pre-started (core/pool), its pool's kind (`run` or `agent`); kept after a claim
+ * (labels cannot change), when the container's name says it is a run's (`berth-run-…`, not `berth-pool-…`).
+ */
+export const POOL_LABEL = 'berth.pool';
 export const PROBE_LABEL = 'berth.probe';
 export const INSTANCE_LABEL = 'berth.instance';
 /** On the never-started container that holds an image's files mounted for the instance named by its value. */
@@ -357,6 +362,8 @@ export interface ContainerRuntime {
   startContainer(id: string): Promise<void>;
   /** Changes a running container's CPU weight (cgroup shares), e.g. once a pre-started engine is claimed. */
   setCpuShares(id: string, shares: number): Promise<void>;
+  /** Gives a container a new name (a claimed pooled engine becomes its run's); false when it is gone. */
+  renameContainer(id: string, name: string): Promise<boolean>;
   /** Follows stdout/stderr through the container's log, from its start until it exits or the signal aborts. */
   followOutput(id: string, signal: AbortSignal): AsyncIterable<OutputChunk>;
   /**

@@ -5,10 +5,12 @@
 // (pool-match.ts): a ready one, else one being started that no other claim waits for. It writes its prompt
 // and is then supervised and removed like any run; a matching agent takes one over as its container. A
 // pooled container is never used twice. The pool refills in the background, only while the server has a
-// free container slot.
+// free container slot. Until claimed, an engine is named as the pool's (`berth-pool-…`, label `berth.pool`),
+// so that `podman ps` on an idle server shows no run in progress; a claimed one still running a moment
+// later takes its run's name (pooledContainerName).
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { AttachedContainer, ContainerRuntime } from '../../runtime/container-runtime.js';
+import { POOL_LABEL, type AttachedContainer, type ContainerRuntime } from '../../runtime/container-runtime.js';
 import type { CpuMeter } from '../../runtime/host-cpu.js';
 import type { RunPlan } from '../run-plan.js';
 import type { PreparedSession, SessionStore } from '../sessions/session-store.js';
@@ -94,8 +96,23 @@ interface Entry extends Omit<PooledEngine, 'handedOver'> {
   exited: boolean;
 }
 
-/** The name engineContainer() gives a run's container. */
-const containerName = (runId: string) => `berth-${runId}`;
+/** The name engineContainer() gives a run's container: a claimed engine's, once renamed. */
+const runContainerName = (runId: string) => `berth-${runId}`;
+
+/**
+ * The name of a pooled engine until its claim: the pool's (`berth-pool-<uuid>` for the engine that will be
+ * run `run-<uuid>`), so that a listing of containers tells pre-started engines from runs in progress.
+ */
+export function pooledContainerName(runId: string): string {
+  return `berth-pool-${runId.replace(/^run-/, '')}`;
+}
+
+/**
+ * How long after its claim an engine still running takes its run's name. Not at the claim: a rename is a
+ * Podman call (a container lock and a write of its state) on the 2 cores a claimed run's turn is using, and
+ * a default run is answered and removed within this time anyway; a long run or an agent is renamed.
+ */
+const RENAME_AFTER_CLAIM_MS = 1_000;
 
 /** Wait before trying again after a refill failed (image missing, Podman down…). */
 const RETRY_MS = 5_000;
@@ -134,10 +151,12 @@ export class EnginePool {
   private readonly ready: Entry[] = [];
   /** Engines being started now. */
   private starting = 0;
-  /** Container names of engines no run has claimed, from before their creation until their removal. */
-  private readonly unclaimed = new Set<string>();
+  /** Engines no run has claimed, by container name, from before their creation until their removal: their run ids. */
+  private readonly unclaimed = new Map<string, string>();
   private readonly unclaimedSessions = new Set<string>();
   private readonly removals = new Set<Promise<void>>();
+  /** Renames of claimed engines waiting for RENAME_AFTER_CLAIM_MS (cancelled at close). */
+  private readonly renames = new Set<NodeJS.Timeout>();
   /** Whether the last takeFresh() found engines but none fit (stale or dead), for the miss reason. */
   private lastStale = false;
   private closed = false;
@@ -163,12 +182,12 @@ export class EnginePool {
 
   /** Names of every container the pool holds now: being started, ready or being removed (no run's). */
   ownContainerNames(): string[] {
-    return [...this.unclaimed];
+    return [...this.unclaimed.keys()];
   }
 
   /** What the pool holds on disk now: its engines' session ids and run ids (their configuration directories). */
   ownFiles(): { readonly sessionIds: string[]; readonly runIds: string[] } {
-    return { sessionIds: [...this.unclaimedSessions], runIds: [...this.unclaimed].map((name) => name.replace(/^berth-/, '')) };
+    return { sessionIds: [...this.unclaimedSessions], runIds: [...this.unclaimed.values()] };
   }
 
   get enabled(): boolean {
@@ -234,10 +253,24 @@ export class EnginePool {
     );
     // From here the caller's slot covers the container.
     entry.releaseSlot();
-    this.unclaimed.delete(containerName(entry.runId));
+    this.unclaimed.delete(pooledContainerName(entry.runId));
+    this.renameWhenClaimed(entry);
     this.unclaimedSessions.delete(entry.session.sessionId);
     this.deps.observer?.hit(performance.now() - started);
     return { ...entry, handedOver };
+  }
+
+  /** A claimed engine still running after RENAME_AFTER_CLAIM_MS takes its run's name (a gone one is left alone). */
+  private renameWhenClaimed(entry: Entry): void {
+    const timer = setTimeout(() => {
+      this.renames.delete(timer);
+      this.deps.runtime.renameContainer(entry.containerId, runContainerName(entry.runId)).catch((error: unknown) => {
+        // Removed meanwhile (the run ended as the rename came): nothing to name. Otherwise it keeps the pool's name.
+        this.deps.log.debug({ err: error, runId: entry.runId }, 'a claimed pooled engine was not renamed');
+      });
+    }, RENAME_AFTER_CLAIM_MS);
+    timer.unref();
+    this.renames.add(timer);
   }
 
   /** Removes a claimed engine that will not run (its run was abandoned). */
@@ -261,6 +294,8 @@ export class EnginePool {
     this.closed = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     clearTimeout(this.quietTimer);
+    for (const timer of this.renames) clearTimeout(timer);
+    this.renames.clear();
     for (const waiter of this.waiters.splice(0)) waiter(undefined);
     // A start in progress finishes and finds the pool closed: it disposes of what it made.
     await this.drain('shutdown');
@@ -442,7 +477,7 @@ export class EnginePool {
     if (!image) throw new Error(`the agent image ${template.container.image} is not present`);
     // Named before anything exists: whoever looks at containers or sessions can tell the pool's apart.
     const sessionId = randomUUID();
-    this.unclaimed.add(containerName(runId));
+    this.unclaimed.set(pooledContainerName(runId), runId);
     this.unclaimedSessions.add(sessionId);
     let session: PreparedSession;
     try {
@@ -450,7 +485,7 @@ export class EnginePool {
         owner: `${POOL_OWNER_PREFIX}${runId}`, runId, presetId: sessionId, diskBytes: template.container.diskBytes,
       });
     } catch (error) {
-      this.unclaimed.delete(containerName(runId));
+      this.unclaimed.delete(pooledContainerName(runId));
       this.unclaimedSessions.delete(sessionId);
       throw error;
     }
@@ -462,7 +497,10 @@ export class EnginePool {
       const { spec: runSpec, inputFiles } = engineContainer(container, {
         id: runId, plan: template, session, volumeSources: [], engineBinary, ...(agent ? { interactive: true } : { pooled: true }),
       });
-      const spec = start.createdWith === 'waiting' ? { ...runSpec, cpuShares: waitingCpuShares(runSpec.cpuShares) } : runSpec;
+      // The pool's name and label until a claim; the run label (the run id it will serve) is what the grant
+      // sweep, the reaper and a restart's follow-up of a job key on, claimed or not.
+      const asPools = { ...runSpec, name: pooledContainerName(runId), labels: { ...runSpec.labels, [POOL_LABEL]: this.deps.kind } };
+      const spec = start.createdWith === 'waiting' ? { ...asPools, cpuShares: waitingCpuShares(runSpec.cpuShares) } : asPools;
       await container.inputs.write(runId, inputFiles);
       if (agent) await createTurnsFifo(container.inputs, runId);
       containerId = await runtime.createContainer(spec);
@@ -486,7 +524,7 @@ export class EnginePool {
       if (containerId !== undefined) await runtime.removeContainer(containerId).catch(() => undefined);
       await container.inputs.remove(runId);
       await session.release();
-      this.unclaimed.delete(containerName(runId));
+      this.unclaimed.delete(pooledContainerName(runId));
       this.unclaimedSessions.delete(sessionId);
       throw error;
     }
@@ -539,7 +577,7 @@ export class EnginePool {
     await this.deps.container.inputs.remove(entry.runId);
     entry.releaseSlot();
     await entry.session.release().catch(() => undefined);
-    this.unclaimed.delete(containerName(entry.runId));
+    this.unclaimed.delete(pooledContainerName(entry.runId));
     this.unclaimedSessions.delete(entry.session.sessionId);
   }
 

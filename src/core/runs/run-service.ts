@@ -7,7 +7,7 @@ import { BerthError, errors } from '../../errors.js';
 import type { RunRequest } from '../run-request.js';
 import type { EnvironmentPlan, RunPlan } from '../run-plan.js';
 import type { StackAttachment, Stacks } from '../compose/stacks.js';
-import type { EnginePool, PooledEngine } from '../pool/engine-pool.js';
+import { pooledContainerName, type EnginePool, type PooledEngine } from '../pool/engine-pool.js';
 import { deriveSessionTitle } from '../../engine/session-title.js';
 import type { ContainerRuntime } from '../../runtime/container-runtime.js';
 import { validateRunRequest } from '../validation/validate-run.js';
@@ -168,7 +168,9 @@ export class RunService {
    * the run's directory is gone); a container that cannot be followed is removed.
    */
   async reattach(run: { readonly runId: string; readonly sessionId: string; readonly request: RunRequest; readonly caller: Caller }): Promise<{ accepted: AcceptedRun; container: ContainerState } | undefined> {
-    const container = await this.deps.runtime.inspectContainer(`berth-${run.runId}`);
+    // A pooled engine claimed just before the previous process ended may still have the pool's name.
+    const container =
+      (await this.deps.runtime.inspectContainer(`berth-${run.runId}`)) ?? (await this.deps.runtime.inspectContainer(pooledContainerName(run.runId)));
     if (!container) return undefined;
     const phases = new RunPhases();
     try {

@@ -189,6 +189,11 @@ export class PodmanRuntime implements ContainerRuntime {
     return state.exit;
   }
 
+  async renameContainer(id: string, name: string): Promise<boolean> {
+    // 404: gone already (a short run's container is removed before it would be renamed).
+    return (await this.client.call(`/containers/${id}/rename`, { method: 'POST', query: { name }, accept: [404] })) !== 404;
+  }
+
   async killContainer(id: string, signal = 'SIGKILL'): Promise<void> {
     // 404: already gone; 409: not running any more. Both mean there is nothing left to kill.
     await this.client.call(`/containers/${id}/kill`, { method: 'POST', query: { signal }, accept: [404, 409] });
