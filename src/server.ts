@@ -3,7 +3,6 @@
 // all in reverse: runs are cancelled (their containers removed) before the listeners close.
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
-import { BlockList } from 'node:net';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -17,7 +16,7 @@ import { createMetrics } from './metrics/metrics.js';
 import { PodmanClient } from './runtime/podman/client.js';
 import { PodmanRuntime } from './runtime/podman/podman-runtime.js';
 import { startPodmanService, type PodmanService } from './runtime/podman/service-process.js';
-import { INSTANCE_LABEL, RUN_LABEL, STACK_INSTANCE_LABEL } from './runtime/container-runtime.js';
+import { GRANT_LABEL, INSTANCE_LABEL, RUN_LABEL, STACK_INSTANCE_LABEL, STACK_LABEL } from './runtime/container-runtime.js';
 import { NetworkIsolation } from './runtime/podman/network-isolation.js';
 import { prepareEngineImage } from './core/runs/engine-image.js';
 import { withTranslatedErrors } from './core/runtime-errors.js';
@@ -28,6 +27,7 @@ import { StackDisks } from './runtime/stack-disk.js';
 import { reapLeftovers } from './core/reaper.js';
 import { SessionStore } from './core/sessions/session-store.js';
 import { SessionService } from './core/sessions/session-service.js';
+import { stackGrantId } from './core/compose/service-network.js';
 import { Stacks } from './core/compose/stacks.js';
 import { EnginePool, type PoolKind } from './core/pool/engine-pool.js';
 import { EnginePools } from './core/pool/engine-pools.js';
@@ -64,6 +64,7 @@ import { registerImageRoutes } from './http/routes/images.js';
 import { SqliteWorkspaceStore } from './store/workspaces/sqlite-workspace-store.js';
 import { SqliteUsageStore } from './store/usage/sqlite-usage-store.js';
 import { Budgets } from './core/gateway/budgets.js';
+import { ClientSubnets } from './gateway/client-subnets.js';
 import { startGateway } from './gateway/gateway-server.js';
 import { UsageReport } from './core/gateway/usage-report.js';
 import { registerUsageRoutes } from './http/routes/usage.js';
@@ -105,17 +106,6 @@ const UNCONFIGURED_UPSTREAM = { baseUrl: 'http://127.0.0.1:9', credential: { kin
 export interface BerthHooks {
   /** Host name → IPv4 address the egress proxy connects to for it, without the internal-address check (local servers standing for outside hosts). */
   readonly egressResolveOverride?: ReadonlyMap<string, string>;
-}
-
-/** Addresses agent containers connect from: their network's subnets (undefined: no filter is possible). */
-function agentNetworkClients(subnets: readonly string[]): BlockList | undefined {
-  if (subnets.length === 0) return undefined;
-  const clients = new BlockList();
-  for (const subnet of subnets) {
-    const [address, prefix] = subnet.split('/');
-    clients.addSubnet(address!, Number(prefix), address!.includes(':') ? 'ipv6' : 'ipv4');
-  }
-  return clients;
 }
 
 export async function startBerth(configured: Config, logger: Logger, hooks: BerthHooks = {}): Promise<RunningBerth> {
@@ -270,7 +260,12 @@ export async function startBerth(configured: Config, logger: Logger, hooks: Bert
     const grantStore = new SqliteGrantStore(join(config.dataDir, 'grants.db'));
     cleanups.push(async () => grantStore.close());
     const grants = new RunGrants(grantStore, { log: (details, message) => logger.warn(details, message) });
-    const staleGrants = grants.retainOnly(liveRuns);
+    // Stacks outlive the process too: their services' credential is kept for the adoption (Stacks.init).
+    const stackGrants = (await runtime.listNetworks(`${STACK_INSTANCE_LABEL}=${config.instanceName}`)).flatMap((network) => {
+      const sessionId = network.labels[STACK_LABEL];
+      return sessionId === undefined ? [] : [stackGrantId(sessionId)];
+    });
+    const staleGrants = grants.retainOnly([...liveRuns, ...stackGrants]);
     if (staleGrants > 0) logger.info({ revoked: staleGrants }, 'revoked the credentials of runs the previous process left');
     // A stop that leaves jobs and agents running keeps their credentials for the next start (first of all).
     if (config.shutdown.mode === 'detach') stopFirst.unshift(async () => grants.detach());
@@ -313,10 +308,13 @@ export async function startBerth(configured: Config, logger: Logger, hooks: Bert
       watch.unref();
       cleanups.push(async () => clearInterval(watch));
     }
+    // Agent containers connect from the agent network's subnets, stack services from their stack's (admitted
+    // while the stack exists).
+    const gatewayClients = new ClientSubnets(agentNetwork.subnets);
     const gateway = await startGateway({
       host: '0.0.0.0',
       port: config.gateway.port,
-      ...(rootful ? { allowedClients: agentNetworkClients(agentNetwork.subnets) ?? new BlockList() } : {}),
+      ...(rootful ? { allowedClients: gatewayClients } : {}),
       upstream,
       grants,
       budgets,
@@ -351,7 +349,8 @@ export async function startBerth(configured: Config, logger: Logger, hooks: Bert
         .listContainers(`${INSTANCE_LABEL}=${config.instanceName}`)
         .then((containers) => {
           // Engines' grants are keyed by their run label, git clones' by their container's name.
-          const revoked = grants.sweep(containers.flatMap((c) => [...(c.labels[RUN_LABEL] ? [c.labels[RUN_LABEL]] : []), ...c.names]));
+          // Engines' grants are keyed by their run label, a stack's by its services' grant label.
+          const revoked = grants.sweep(containers.flatMap((c) => [...[RUN_LABEL, GRANT_LABEL].flatMap((label) => c.labels[label] ?? []), ...c.names]));
           if (revoked > 0) logger.info({ revoked }, 'revoked the credentials of runs whose containers are gone');
         })
         .catch((error: unknown) => logger.warn({ err: error }, 'the credential sweep failed'));
@@ -419,6 +418,8 @@ export async function startBerth(configured: Config, logger: Logger, hooks: Bert
       runtime,
       staging: volumeStaging,
       slots,
+      // Rootless stack networks live in Podman's own network namespace: the gateway is not reachable there.
+      ...(rootful ? { egress: { grants, port: gateway.port, clients: gatewayClients } } : {}),
       ...(stackDisks ? { disks: stackDisks } : {}),
       settings: {
         instanceName: config.instanceName,

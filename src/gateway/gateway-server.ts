@@ -2,7 +2,7 @@
 // ANTHROPIC_BASE_URL) and the egress proxy (CONNECT and absolute-form requests, the container's
 // HTTP_PROXY/HTTPS_PROXY) share a port, so a container's network needs exactly one way out: this port.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo, BlockList, Socket } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { BudgetCheck, GrantLookup, UpstreamModel, UsageRecorder } from '../core/gateway/gateway-types.js';
 import { familyOf } from '../internal-addresses.js';
@@ -14,8 +14,8 @@ import { modelForwarder, writeApiError } from './model-forward.js';
 export interface GatewayOptions {
   readonly host: string;
   readonly port: number;
-  /** When set, connections from any other address are closed before a byte is read (the agent network's subnets). */
-  readonly allowedClients?: BlockList;
+  /** When set, connections from any other address are closed before a byte is read (./client-subnets.ts). */
+  readonly allowedClients?: { check(address: string, family: 'ipv4' | 'ipv6'): boolean };
   readonly upstream: UpstreamModel;
   readonly grants: GrantLookup;
   readonly budgets: BudgetCheck;

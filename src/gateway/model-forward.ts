@@ -6,7 +6,7 @@
 import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { performance } from 'node:perf_hooks';
-import type { BudgetCheck, BudgetLimit, GrantHolder, GrantLookup, ModelTokens, UpstreamModel, UsageRecorder } from '../core/gateway/gateway-types.js';
+import { MODEL_GRANT_KINDS, type BudgetCheck, type BudgetLimit, type GrantHolder, type GrantLookup, type ModelTokens, type UpstreamModel, type UsageRecorder } from '../core/gateway/gateway-types.js';
 import { estimateCostUsd } from '../engine/pricing.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { UsageTap } from './usage-tap.js';
@@ -40,6 +40,7 @@ const NO_TOKENS: ModelTokens = { input_tokens: 0, output_tokens: 0, cache_creati
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
 
 export const INVALID_CREDENTIAL = 'Berth gateway: this credential is not valid: the run it belonged to has ended';
+export const PROXY_ONLY_CREDENTIAL = 'Berth gateway: this credential is for the egress proxy only (a compose service\'s or a git clone\'s): it cannot call the model';
 
 /** An error answer in the Messages API's shape, which the engine shows as it is. */
 export function writeApiError(response: ServerResponse, status: number, type: string, message: string): void {
@@ -250,6 +251,14 @@ export function modelForwarder(options: ModelForwardOptions): ModelForwarder {
         return;
       }
       const holder = grant.holder;
+      if (!MODEL_GRANT_KINDS.includes(holder.kind)) {
+        // A stack service's or a git clone's credential: its container has no business with the model.
+        metrics.gatewayRequests.inc({ outcome: 'refused_credential' });
+        log({ runId: holder.runId, kind: holder.kind, url: request.url }, 'gateway: model request refused: the credential is for the egress proxy only');
+        request.resume();
+        writeApiError(response, 403, 'permission_error', PROXY_ONLY_CREDENTIAL);
+        return;
+      }
       const decision = options.budgets.check(holder, at);
       if (!decision.ok) {
         void refuseBudget(request, response, holder, at, decision.limit, decision.message);

@@ -33,6 +33,8 @@ export const STACK_INSTANCE_LABEL = 'berth.stack-instance';
 export const STACK_HASH_LABEL = 'berth.stack-hash';
 /** On the images a stack built: the definition hash they were built for. */
 export const STACK_BUILD_LABEL = 'berth.stack-build';
+/** On a container holding a model-gateway credential that is not its run's (a stack service's): that grant's id. */
+export const GRANT_LABEL = 'berth.grant';
 
 export interface BindMount {
   readonly hostPath: string;
@@ -74,6 +76,8 @@ export interface VolumeMountSpec {
 export interface NetworkAttachment {
   readonly name: string;
   readonly aliases: readonly string[];
+  /** A fixed address on the network (a stack service's, which the others' /etc/hosts name). */
+  readonly address?: string;
 }
 
 export interface ContainerSpec {
@@ -154,6 +158,8 @@ export interface ServiceContainerSpec {
   readonly volumeMounts: readonly VolumeMountSpec[];
   /** undefined: no network at all (network_mode none). */
   readonly network: NetworkAttachment | undefined;
+  /** /etc/hosts entries: the stack's other services (its network has no DNS server). */
+  readonly hostEntries?: readonly { readonly host: string; readonly address: string }[];
   readonly healthcheck?: HealthcheckSpec;
   readonly restart: 'no' | 'always' | 'on-failure' | 'unless-stopped';
   readonly memoryBytes: number;
@@ -244,6 +250,17 @@ export interface AgentNetwork {
 export interface LabelledObject {
   readonly name: string;
   readonly labels: Readonly<Record<string, string>>;
+}
+
+/** A network as listed: its IPv4 subnets too (where its containers connect from). */
+export interface NetworkSummary extends LabelledObject {
+  readonly subnets: readonly string[];
+}
+
+/** A stack's network as created: its one IPv4 subnet and the host's address on it (its gateway). */
+export interface StackNetwork {
+  readonly subnet: string;
+  readonly gateway: string;
 }
 
 /** A started-or-created container's standard streams, attached over one connection. */
@@ -407,10 +424,11 @@ export interface ContainerRuntime {
   /** Removes an image; false when it is still used by a container (it is then kept). */
   removeImage(reference: string): Promise<boolean>;
   /**
-   * A stack network: DNS (containers reach each other by their aliases), no route out, and where the host
-   * allows it (rootful) reachable only from its own containers (runtime/podman/network-isolation.ts).
+   * A stack network: no route out, no DNS server (its containers know each other from their /etc/hosts:
+   * fixed addresses, NetworkAttachment.address), and where the host allows it (rootful) reachable only from
+   * its own containers, which reach on the host only Berth's gateway port (runtime/podman/network-isolation.ts).
    */
-  createNetwork(name: string, labels: Readonly<Record<string, string>>): Promise<void>;
+  createNetwork(name: string, labels: Readonly<Record<string, string>>): Promise<StackNetwork>;
   removeNetwork(name: string): Promise<void>;
   /**
    * The network engine containers sit on (runtime/podman/agent-network.ts): found, or created with these
@@ -420,7 +438,7 @@ export interface ContainerRuntime {
   ensureAgentNetwork(name: string, labels: Readonly<Record<string, string>>, options: { readonly internal: boolean }): Promise<AgentNetwork>;
   /** Removes the agent network unless a container still uses it (then false: it is left for the next start). */
   releaseAgentNetwork(name: string): Promise<boolean>;
-  listNetworks(label: string): Promise<LabelledObject[]>;
+  listNetworks(label: string): Promise<NetworkSummary[]>;
   /**
    * `backingDir` (a directory as Berth sees it, e.g. on a stack's disk): holds the volume's data instead of
    * Podman's storage; it is bind-mounted onto the volume's own directory, so Podman still copies the image's

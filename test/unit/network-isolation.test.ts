@@ -19,7 +19,9 @@ test('the ruleset replaces stale tables of the instance in the same transaction'
   assert.match(script, /set same_bridge \{ type ifname \. ifname; elements = \{ "podman3" \. "podman3" \}; \}/);
   assert.match(script, /iifname "podman0" drop\n\s+oifname "podman0" drop/);
   assert.match(script, /ether type ip ip daddr \{ 10\.88\.0\.0\/16 \} drop/);
-  assert.match(script, /iifname @stack_bridges meta l4proto \{ tcp, udp \} th dport 53 accept\n\s+iifname @stack_bridges drop/);
+  // Stack services reach on the host only the gateway's port (the egress proxy); no DNS server.
+  assert.match(script, /iifname @stack_bridges tcp dport 8788 accept\n\s+iifname @stack_bridges meta l4proto tcp reject with tcp reset\n\s+iifname @stack_bridges drop/);
+  assert.doesNotMatch(script, /dport 53/);
 });
 
 test('without an agent bridge (network none) only the stack rules are written', () => {

@@ -13,12 +13,19 @@
 // Everything a stack's services can write is on the stack's own disk (runtime/stack-disk.ts,
 // SERVICE_COMPOSE_STACK_DISK): their root file systems are read-only, and their named volumes and their
 // /tmp, /var/tmp and /run are volumes whose data lives on that disk. The disk lives as long as the stack.
+//
+// A stack's network has no route out and no DNS server: services know each other from /etc/hosts (fixed
+// addresses, ./service-network.ts) and reach outside only through Berth's egress proxy, with a credential
+// of the stack's own that each run binds to its caller and egress policy (docs/egress.md).
 import type { Logger } from 'pino';
+import type { EgressPolicy } from '../../egress-policy.js';
 import { BerthError, errors } from '../../errors.js';
 import {
-  BuildContextError, BuildTimeoutError, STACK_BUILD_LABEL, STACK_HASH_LABEL, STACK_INSTANCE_LABEL, STACK_LABEL,
+  BuildContextError, BuildTimeoutError, GRANT_LABEL, STACK_BUILD_LABEL, STACK_HASH_LABEL, STACK_INSTANCE_LABEL, STACK_LABEL,
   type ContainerRuntime, type NetworkAttachment, type ServiceContainerSpec, type UserNamespace, type VolumeMountSpec,
 } from '../../runtime/container-runtime.js';
+import type { GatewayClients } from '../gateway/gateway-types.js';
+import type { RunGrants } from '../gateway/run-grants.js';
 import type { StackDisks } from '../../runtime/stack-disk.js';
 import type { VolumeStaging } from '../../runtime/volume-staging.js';
 import { formatDuration } from '../../units.js';
@@ -27,7 +34,16 @@ import type { ContainerSlots, Slot } from '../runs/container-slots.js';
 import type { RunPhases } from '../runs/run-phases.js';
 import type { ImagePolicy } from '../validation/images.js';
 import { buildContainerfileCheck } from './build-check.js';
+import { serviceAddresses, serviceHostEntries, serviceProxyEnvironment, stackGrantId, type HostEntry } from './service-network.js';
 import { sessionImageTag, type DependencyCondition, type StackDefinition, type StackService } from './stack-definition.js';
+
+/** The way out of a stack's services: Berth's egress proxy (rootful Podman; rootless stacks have none). */
+export interface StackEgress {
+  readonly grants: Pick<RunGrants, 'issue' | 'bind' | 'revoke' | 'has'>;
+  /** The gateway's port, on every stack network's gateway address. */
+  readonly port: number;
+  readonly clients: GatewayClients;
+}
 
 export interface StacksSettings {
   readonly instanceName: string;
@@ -61,6 +77,8 @@ export interface StacksDependencies {
   readonly disks?: StackDisks;
   readonly settings: StacksSettings;
   readonly log: Logger;
+  /** Undefined: the services have no way out at all. */
+  readonly egress?: StackEgress;
   /** Stack count changes, for /metrics. */
   readonly onCountChanged?: (count: number) => void;
 }
@@ -72,6 +90,8 @@ export interface StackAttachment {
   readonly volumeMounts: readonly VolumeMountSpec[];
   /** The agent service's environment (the engine's own variables win). */
   readonly environment: Readonly<Record<string, string>>;
+  /** The services' names and addresses, for the engine's /etc/hosts (the stack's network has no DNS). */
+  readonly hostEntries: readonly HostEntry[];
   /** The image the stack built for the agent service (this session's own), when it has `build:`. */
   readonly agentImage?: string;
   /** Ends this run's use of the stack (an ephemeral run's stack is then removed). */
@@ -90,6 +110,8 @@ interface LiveStack {
   /** The session's owner (core/auth/caller.ts), whose limits the service containers count against. */
   readonly owner: string;
   readonly hash: string;
+  /** The stack network's IPv4 subnet, where its services' fixed addresses are. */
+  readonly subnet: string;
   /** One container slot per service container. */
   readonly slots: readonly Slot[];
   /** Sidecar services (known from the definition, or from the labels of an adopted stack). */
@@ -164,7 +186,9 @@ export class Stacks {
           this.deps.log.warn({ sessionId }, 'removing a compose stack whose disk is no longer mounted (SERVICE_COMPOSE_STACK_DISK)');
         } else if (slots) {
           // Last use before the restart is not known: the TTL counts from now.
-          this.live.set(sessionId, { sessionId, owner, hash: network.labels[STACK_HASH_LABEL] ?? '', slots, services, users: 0, lastUsedMs: Date.now() });
+          const subnet = network.subnets[0] ?? '';
+          this.live.set(sessionId, { sessionId, owner, hash: network.labels[STACK_HASH_LABEL] ?? '', subnet, slots, services, users: 0, lastUsedMs: Date.now() });
+          if (subnet !== '') this.deps.egress?.clients.admit(subnet);
           continue;
         }
         this.deps.log.warn({ sessionId, owner }, 'removing a compose stack whose containers no longer fit SERVICE_MAX_CONTAINERS(_PER_CALLER)');
@@ -201,31 +225,40 @@ export class Stacks {
    * The session's stack, brought up or reused and ready (every service healthy or running) for one run.
    * Failures are 500s naming the service (with the end of its log); nothing of a failed bring-up is left.
    */
-  async acquire(sessionId: string, owner: string, plan: EnvironmentPlan, phases: RunPhases, options: { readonly ephemeral: boolean }): Promise<StackAttachment> {
+  async acquire(
+    sessionId: string,
+    owner: string,
+    plan: EnvironmentPlan,
+    phases: RunPhases,
+    options: { readonly ephemeral: boolean; /** The run's egress policy, which its services get too. */ readonly egress: EgressPolicy },
+  ): Promise<StackAttachment> {
     const { definition } = plan;
-    await this.exclusive(sessionId, async () => {
+    const subnet = await this.exclusive(sessionId, async () => {
       const existing = this.live.get(sessionId);
       if (existing && existing.hash !== definition.hash) {
         this.deps.log.info({ sessionId }, 'the compose definition changed: the session\'s stack is replaced');
         await this.removeNow(sessionId);
       }
       if (this.live.has(sessionId)) {
-        await this.reuse(sessionId, owner, plan, phases);
+        await this.reuse(sessionId, owner, plan, phases, options.egress);
       } else {
         const { maxStacks, maxStacksPerCaller } = this.deps.settings;
         const owned = [...this.live.values()].filter((stack) => stack.owner === owner).length;
         if (owned >= maxStacksPerCaller) throw errors.stacksPerCaller(maxStacksPerCaller);
         if (this.live.size >= maxStacks) throw errors.stacksAtCapacity(maxStacks);
-        await this.create(sessionId, owner, plan, phases);
+        await this.create(sessionId, owner, plan, phases, options.egress);
       }
       const stack = this.live.get(sessionId)!;
       stack.users += 1;
       stack.lastUsedMs = Date.now();
+      return stack.subnet;
     });
     const agent = definition.agent;
     let released = false;
     return {
-      network: { name: stackNetworkName(sessionId), aliases: [agent.name] },
+      // No alias: the network has no DNS; services do not resolve the engine (it changes with every run).
+      network: { name: stackNetworkName(sessionId), aliases: [] },
+      hostEntries: serviceHostEntries(serviceAddresses(subnet, definition.sidecars.map((service) => service.name))),
       volumeMounts: agent.mounts.flatMap((mount) =>
         mount.kind === 'volume' ? [{ volume: volumeName(sessionId, mount.volume), containerPath: mount.containerPath, readOnly: mount.readOnly }] : [],
       ),
@@ -293,7 +326,7 @@ export class Stacks {
     }
   }
 
-  private async create(sessionId: string, owner: string, plan: EnvironmentPlan, phases: RunPhases): Promise<void> {
+  private async create(sessionId: string, owner: string, plan: EnvironmentPlan, phases: RunPhases, egress: EgressPolicy): Promise<void> {
     const { definition } = plan;
     const { runtime } = this.deps;
     const labels = this.labels(sessionId);
@@ -304,19 +337,23 @@ export class Stacks {
       await phases.measure('compose_build', () => this.buildImages(sessionId, definition, plan.buildTimeoutMs));
       const deadline = Date.now() + plan.healthTimeoutMs;
       await phases.measure('compose_start', async () => {
-        await runtime.createNetwork(stackNetworkName(sessionId), { ...labels, [STACK_HASH_LABEL]: definition.hash, [OWNER_LABEL]: owner });
+        const network = await runtime.createNetwork(stackNetworkName(sessionId), { ...labels, [STACK_HASH_LABEL]: definition.hash, [OWNER_LABEL]: owner });
         // Registered before its disk or any container exists: a failure below removes what was made (also
         // after a crash, at start).
-        this.live.set(sessionId, { sessionId, owner, hash: definition.hash, slots, services: definition.sidecars.map((s) => s.name), users: 0, lastUsedMs: Date.now() });
+        const names = definition.sidecars.map((s) => s.name);
+        this.live.set(sessionId, { sessionId, owner, hash: definition.hash, subnet: network.subnet, slots, services: names, users: 0, lastUsedMs: Date.now() });
         registered = true;
         this.countChanged();
+        const addresses = serviceAddresses(network.subnet, names);
+        const proxy = this.openEgress(sessionId, owner, network, egress);
         await this.deps.disks?.create(sessionId);
         for (const volume of definition.volumes) await this.createVolume(sessionId, volumeName(sessionId, volume));
         for (const service of definition.sidecars) {
           for (const dependency of service.dependsOn) {
             await this.waitFor(sessionId, definition, dependency.service, dependency.condition, deadline, plan);
           }
-          await this.startService(sessionId, definition, service);
+          const environment = proxy ? { ...service.environment, ...serviceProxyEnvironment(proxy, names, network.subnet, service.environment) } : service.environment;
+          await this.startService(sessionId, definition, service, { address: addresses.get(service.name)!, hosts: serviceHostEntries(addresses), environment });
         }
       });
       await phases.measure('compose_healthy', () => this.waitAllReady(sessionId, definition, deadline, plan));
@@ -325,6 +362,20 @@ export class Stacks {
       await this.removeNow(sessionId).catch((cleanup: unknown) => this.deps.log.error({ err: cleanup, sessionId }, 'removing a failed stack failed'));
       throw error;
     }
+  }
+
+  /**
+   * The stack's credential for the egress proxy, bound to the run's caller and policy, and its subnet
+   * admitted by the gateway; undefined when the services have no way out (rootless, or no service).
+   */
+  private openEgress(sessionId: string, owner: string, network: { readonly subnet: string; readonly gateway: string }, policy: EgressPolicy): { gateway: string; port: number; token: string } | undefined {
+    const { egress } = this.deps;
+    if (!egress || this.live.get(sessionId)?.services.length === 0) return undefined;
+    const grantId = stackGrantId(sessionId);
+    const token = egress.grants.issue(grantId);
+    egress.grants.bind(grantId, { kind: 'stack', runId: grantId, caller: owner, sessionId, policy });
+    egress.clients.admit(network.subnet);
+    return { gateway: network.gateway, port: egress.port, token };
   }
 
   /** A volume of the stack, its data on the stack's disk when there is one. */
@@ -350,21 +401,33 @@ export class Stacks {
   }
 
   /** A live stack for a later run: stopped services are started again; then every service must be ready. */
-  private async reuse(sessionId: string, owner: string, plan: EnvironmentPlan, phases: RunPhases): Promise<void> {
+  private async reuse(sessionId: string, owner: string, plan: EnvironmentPlan, phases: RunPhases, egress: EgressPolicy): Promise<void> {
     const { definition } = plan;
     const deadline = Date.now() + plan.healthTimeoutMs;
+    const grantId = stackGrantId(sessionId);
+    const { egress: way } = this.deps;
     await phases.measure('compose_healthy', async () => {
+      // The services' credential is gone (revoked by a sweep, lost with the grants' store): they could not
+      // get out any more; the stack is made again, with a new one.
+      if (way && definition.sidecars.length > 0 && !way.grants.has(grantId)) {
+        this.deps.log.warn({ sessionId }, 'the compose stack\'s egress credential is gone: the stack is made again');
+        await this.removeNow(sessionId);
+        await this.create(sessionId, owner, plan, phases, egress);
+        return;
+      }
       for (const service of definition.sidecars) {
         const state = await this.deps.runtime.inspectContainer(containerName(sessionId, service.name));
         if (!state) {
           // A service container is gone (removed by hand): the stack is made again from scratch.
           await this.removeNow(sessionId);
-          await this.create(sessionId, owner, plan, phases);
+          await this.create(sessionId, owner, plan, phases, egress);
           return;
         }
         const finishedOneShot = !state.running && state.exit.exitCode === 0 && state.startedAtMs !== undefined;
         if (!state.running && !finishedOneShot) await this.deps.runtime.startContainer(state.id);
       }
+      // This run's caller and egress policy hold for the services from now on.
+      if (way && definition.sidecars.length > 0) way.grants.bind(grantId, { kind: 'stack', runId: grantId, caller: owner, sessionId, policy: egress });
       await this.waitAllReady(sessionId, definition, deadline, plan);
     });
   }
@@ -419,7 +482,12 @@ export class Stacks {
     }
   }
 
-  private async startService(sessionId: string, definition: StackDefinition, service: StackService): Promise<void> {
+  private async startService(
+    sessionId: string,
+    definition: StackDefinition,
+    service: StackService,
+    place: { readonly address: string; readonly hosts: readonly HostEntry[]; readonly environment: Readonly<Record<string, string>> },
+  ): Promise<void> {
     const { runtime, settings } = this.deps;
     const binds = service.mounts.filter((mount) => mount.kind === 'bind');
     const staged = await this.deps.staging.stage(
@@ -445,11 +513,12 @@ export class Stacks {
         image: service.image.kind === 'build' ? sessionImageTag(definition, service.name, sessionId) : service.image.reference,
         ...(service.command ? { command: service.command } : {}),
         ...(service.entrypoint ? { entrypoint: service.entrypoint } : {}),
-        env: service.environment,
+        env: place.environment,
         ...(service.workingDir !== undefined ? { workdir: service.workingDir } : {}),
         ...(service.user !== undefined ? { user: service.user } : {}),
         ...(service.hostname !== undefined ? { hostname: service.hostname } : {}),
-        labels: { ...service.labels, ...this.labels(sessionId), [SERVICE_LABEL]: service.name },
+        // GRANT_LABEL: the credential sweep sees the stack's grant is still held by a container.
+        labels: { ...service.labels, ...this.labels(sessionId), [SERVICE_LABEL]: service.name, [GRANT_LABEL]: stackGrantId(sessionId) },
         bindMounts: binds.map((mount, index) => ({ hostPath: staged.hostPaths[index]!, containerPath: mount.containerPath, readOnly: mount.readOnly, options: [] })),
         volumeMounts: [
           ...service.mounts.flatMap((mount) =>
@@ -457,7 +526,8 @@ export class Stacks {
           ),
           ...places,
         ],
-        network: service.noNetwork ? undefined : { name: stackNetworkName(sessionId), aliases: [service.name] },
+        network: service.noNetwork ? undefined : { name: stackNetworkName(sessionId), aliases: [], address: place.address },
+        ...(service.noNetwork ? {} : { hostEntries: place.hosts }),
         ...(service.healthcheck ? { healthcheck: service.healthcheck } : {}),
         restart: service.restart,
         memoryBytes: service.memoryBytes ?? settings.defaultMemoryBytes,
@@ -560,8 +630,13 @@ export class Stacks {
     await Promise.all(containers.map((container) => runtime.removeContainer(container.id)));
     const volumes = await runtime.listVolumes(label);
     for (const volume of volumes) await runtime.removeVolume(volume.name);
+    // The services are gone: their credential too, and the gateway no longer admits their subnet.
+    this.deps.egress?.grants.revoke(stackGrantId(sessionId));
     const networks = await runtime.listNetworks(label);
-    for (const network of networks) await runtime.removeNetwork(network.name);
+    for (const network of networks) {
+      for (const subnet of network.subnets) this.deps.egress?.clients.forget(subnet);
+      await runtime.removeNetwork(network.name);
+    }
     let images = 0;
     if (settings.removeBuiltImages) {
       for (const image of await runtime.listImages()) {

@@ -3,8 +3,20 @@
 // (store/usage/). Types only: each side is built and tested against these.
 import type { EgressPolicy } from '../../egress-policy.js';
 
-/** What a container with a grant does: an engine's run or agent, or a workspace's git clone. */
-export type GrantKind = 'run' | 'agent' | 'workspace-clone';
+/**
+ * What a container with a grant does: an engine's run or agent, a workspace's git clone, or a compose stack's
+ * services (one grant for all of them). Only runs and agents may use the model; the others only the proxy.
+ */
+export type GrantKind = 'run' | 'agent' | 'workspace-clone' | 'stack';
+
+/** The kinds whose requests the model gateway forwards. */
+export const MODEL_GRANT_KINDS: readonly GrantKind[] = ['run', 'agent'];
+
+/** Who may connect to the gateway: a compose stack's subnet is admitted while its network exists. */
+export interface GatewayClients {
+  admit(subnet: string): void;
+  forget(subnet: string): void;
+}
 
 /** Whose a grant is and what it may do; known once a caller's run has the container (a pooled engine's: at its claim). */
 export interface GrantHolder {

@@ -26,7 +26,7 @@ export const REFUSAL_RETENTION_MS = 10 * 60_000;
 export const SWEEP_GRACE_MS = 5 * 60_000;
 
 const TOKEN = /^brt_[0-9a-f]{64}$/;
-const GRANT_KINDS: readonly GrantKind[] = ['run', 'agent', 'workspace-clone'];
+const GRANT_KINDS: readonly GrantKind[] = ['run', 'agent', 'workspace-clone', 'stack'];
 
 export interface RunGrantsOptions {
   readonly now?: () => number;

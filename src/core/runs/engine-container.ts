@@ -62,7 +62,7 @@ export function engineContainer(
     /** A pre-started engine of the pool: stdin open for its one prompt (engine/command.ts `pooled`). */
     readonly pooled?: boolean;
     /** The session's compose stack, when the run has an environment: its network, volumes and environment. */
-    readonly stack?: Pick<StackAttachment, 'network' | 'volumeMounts' | 'environment'>;
+    readonly stack?: Pick<StackAttachment, 'network' | 'volumeMounts' | 'environment' | 'hostEntries'>;
     /**
      * Whose the container's credential is, when known now (a run's, an agent's); a pooled engine's is bound
      * at its claim (EnginePool.claim), and refused until then.
@@ -115,9 +115,16 @@ export function engineContainer(
     userNamespace: settings.userNamespace,
     ...(session.writable ? { readOnlyRootfs: true } : {}),
     ...(interactive ? { interactive: true } : {}),
-    ...(options.stack ? { stackNetwork: options.stack.network, volumeMounts: options.stack.volumeMounts } : {}),
-    ...(options.stack && settings.agentNetworkGateway !== undefined
-      ? { hostEntries: [{ host: HOST_FROM_CONTAINER, address: settings.agentNetworkGateway }] }
+    ...(options.stack
+      ? {
+          stackNetwork: options.stack.network,
+          volumeMounts: options.stack.volumeMounts,
+          // The stack's services by name (its network has no DNS), and the host as the agent network's gateway.
+          hostEntries: [
+            ...options.stack.hostEntries,
+            ...(settings.agentNetworkGateway !== undefined ? [{ host: HOST_FROM_CONTAINER, address: settings.agentNetworkGateway }] : []),
+          ],
+        }
       : {}),
   };
   // Issued last, once nothing above can throw: a grant is only made for a container about to exist.

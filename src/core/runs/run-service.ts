@@ -364,7 +364,10 @@ export class RunService {
   private async attachStack(accepted: AcceptedRun): Promise<{ stack: StackAttachment | undefined; engineBinary: string; plan: RunPlan }> {
     const environment = accepted.plan.container.environment;
     if (!environment || !this.deps.stacks) return { stack: undefined, engineBinary: accepted.engineBinary, plan: accepted.plan };
-    const stack = await this.deps.stacks.acquire(accepted.session.sessionId, accepted.slot.owner, environment, accepted.phases, { ephemeral: !accepted.session.persistent });
+    const stack = await this.deps.stacks.acquire(accepted.session.sessionId, accepted.slot.owner, environment, accepted.phases, {
+      ephemeral: !accepted.session.persistent,
+      egress: accepted.plan.container.network,
+    });
     try {
       if (stack.agentImage === undefined) return { stack, engineBinary: accepted.engineBinary, plan: accepted.plan };
       // The engine runs in the image this session's stack built (tagged for the session alone).

@@ -7,11 +7,14 @@
 // one for `!internal || dns_enabled`). DNS stays off here, so that a container's resolver is not a server
 // on the host, and the gateway is asked for explicitly: Podman first picks a free subnet, then the
 // network is created again on that subnet with its first address as the gateway. Another process may take
-// the subnet in between (test Berths start side by side): then the whole thing is tried again.
+// the subnet in between (test Berths start side by side): then the whole thing is tried again. Compose
+// stacks' networks are made the same way (createBridgeWithGateway): no DNS server for their services to
+// send names out through, and a gateway where they reach the egress proxy.
 import type { AgentNetwork } from '../container-runtime.js';
+import { firstHostAddress } from '../../ipv4-subnet.js';
 import { PodmanApiError, type PodmanClient } from './client.js';
 
-interface LibpodNetwork {
+export interface LibpodNetwork {
   name: string;
   driver?: string;
   internal?: boolean;
@@ -22,19 +25,6 @@ interface LibpodNetwork {
 }
 
 const ATTEMPTS = 5;
-
-/** The first host address of an IPv4 subnet (10.89.3.0/24 → 10.89.3.1); undefined for anything else. */
-export function firstHostAddress(cidr: string): string | undefined {
-  const match = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(cidr);
-  if (!match) return undefined;
-  const prefix = Number(match[5]);
-  const octets = match.slice(1, 5).map(Number);
-  if (prefix > 30 || octets.some((o) => o > 255)) return undefined;
-  const address = octets.reduce((n, o) => n * 256 + o, 0);
-  const network = prefix === 0 ? 0 : address - (address % 2 ** (32 - prefix));
-  const first = network + 1;
-  return [24, 16, 8, 0].map((shift) => Math.floor(first / 2 ** shift) % 256).join('.');
-}
 
 function describe(network: LibpodNetwork, ownedBy: (labels: Readonly<Record<string, string>>) => boolean): AgentNetwork {
   const subnets = network.subnets ?? [];
@@ -58,31 +48,60 @@ export async function ensureAgentNetwork(
     throw new Error(`SERVICE_AGENT_NETWORK: "${name}" cannot be the agent network: engines reach the model only through Berth's gateway, on a bridge network of their own`);
   }
   const ownedBy = (found: Readonly<Record<string, string>>) => Object.entries(labels).every(([key, value]) => found[key] === value);
+  const existing = await client.jsonIfFound<LibpodNetwork>(`/networks/${encodeURIComponent(name)}/json`);
+  if (existing) return checked(describe(existing, ownedBy), internal);
+  const created = await createBridgeWithGateway(client, name, labels, internal, { adoptExisting: true });
+  return checked(describe(created, ownedBy), internal);
+}
+
+/** A bridge network Berth made: its IPv4 subnets and their gateways (the host's address on the bridge). */
+export interface GatewayedNetwork {
+  readonly subnets: readonly { readonly subnet: string; readonly gateway: string }[];
+}
+
+/**
+ * Creates a bridge network without DNS whose every subnet has a gateway address (see the top of this file),
+ * internal (no route out) when asked. `adoptExisting`: a network of that name created meanwhile by someone
+ * else is answered instead (the agent network, which side-by-side Berths may share); otherwise it is an error.
+ */
+export async function createBridgeWithGateway(
+  client: PodmanClient,
+  name: string,
+  labels: Readonly<Record<string, string>>,
+  internal: boolean,
+  options: { readonly adoptExisting: boolean },
+): Promise<LibpodNetwork & GatewayedNetwork> {
   const path = `/networks/${encodeURIComponent(name)}/json`;
   for (let attempt = 1; ; attempt++) {
-    const existing = await client.jsonIfFound<LibpodNetwork>(path);
-    if (existing) return checked(describe(existing, ownedBy), internal);
     try {
       const picked = await client.json<LibpodNetwork>('/networks/create', { method: 'POST', json: { name, labels, driver: 'bridge', internal, dns_enabled: false } });
       const subnets = picked.subnets ?? [];
-      if (subnets.length > 0 && subnets.every((s) => s.gateway)) return checked(describe(picked, ownedBy), internal);
+      if (subnets.length > 0 && subnets.every((s) => s.gateway)) return withGateways(picked);
       await client.call(`/networks/${encodeURIComponent(name)}`, { method: 'DELETE', accept: [404] });
-      const withGateways = subnets.map((s) => {
+      const chosen = subnets.map((s) => {
         const gateway = firstHostAddress(s.subnet);
-        if (!gateway) throw new Error(`SERVICE_AGENT_NETWORK: Podman gave network "${name}" the subnet ${s.subnet}, which has no IPv4 address for Berth's gateway`);
+        if (!gateway) throw new Error(`Podman gave network "${name}" the subnet ${s.subnet}, which has no IPv4 address for Berth's gateway`);
         return { subnet: s.subnet, gateway };
       });
-      const created = await client.json<LibpodNetwork>('/networks/create', {
+      return withGateways(await client.json<LibpodNetwork>('/networks/create', {
         method: 'POST',
-        json: { name, labels, driver: 'bridge', internal, dns_enabled: false, subnets: withGateways },
-      });
-      return checked(describe(created, ownedBy), internal);
+        json: { name, labels, driver: 'bridge', internal, dns_enabled: false, subnets: chosen },
+      }));
     } catch (error) {
-      // 409: someone created the name meanwhile (looked up again); 500 "subnet … already used": taken meanwhile.
-      const retryable = error instanceof PodmanApiError && (error.statusCode === 409 || /already (used|exists)/i.test(error.message));
+      // 409: someone created the name meanwhile; 500 "subnet … already used": the subnet was taken meanwhile.
+      const taken = error instanceof PodmanApiError && error.statusCode === 409;
+      if (taken && options.adoptExisting) {
+        const existing = await client.jsonIfFound<LibpodNetwork>(path);
+        if (existing) return withGateways(existing);
+      }
+      const retryable = error instanceof PodmanApiError && (taken ? options.adoptExisting : /already (used|exists)/i.test(error.message));
       if (!retryable || attempt >= ATTEMPTS) throw error;
     }
   }
+}
+
+function withGateways(network: LibpodNetwork): LibpodNetwork & GatewayedNetwork {
+  return { ...network, subnets: (network.subnets ?? []).flatMap((s) => (s.gateway ? [{ subnet: s.subnet, gateway: s.gateway }] : [])) };
 }
 
 function checked(network: AgentNetwork, internal: boolean): AgentNetwork {

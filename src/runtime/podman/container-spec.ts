@@ -25,7 +25,7 @@ export function toSpecGenerator(spec: ContainerSpec): Record<string, unknown> {
     ...limits(spec.memoryBytes, spec.cpus, spec.cpuShares, spec.pidsLimit),
     ...hardening(spec.kind, spec.userNamespace),
     ...networks(spec.network === 'none' ? [] : [{ name: spec.network, aliases: [] }], spec.stackNetwork),
-    ...(spec.hostEntries && spec.hostEntries.length > 0 ? { hostadd: spec.hostEntries.map((entry) => `${entry.host}:${entry.address}`) } : {}),
+    ...hostEntries(spec.hostEntries),
     stdin: spec.interactive === true,
     terminal: false,
     remove: false,
@@ -70,7 +70,7 @@ export function toServiceSpecGenerator(spec: ServiceContainerSpec): Record<strin
     ...(privileges.seccompUnconfined ? { seccomp_profile_path: 'unconfined' } : {}),
     ...(privileges.apparmorUnconfined ? { apparmor_profile: 'unconfined' } : {}),
     ...(privileges.labelDisable ? { selinux_opts: ['disable'] } : {}),
-    ...(privileges.hostNetwork ? { netns: { nsmode: 'host' } } : networks([], spec.network)),
+    ...(privileges.hostNetwork ? { netns: { nsmode: 'host' } } : { ...networks([], spec.network), ...hostEntries(spec.hostEntries) }),
     ...(privileges.hostPid ? { pidns: { nsmode: 'host' } } : {}),
     ...(privileges.hostIpc ? { ipcns: { nsmode: 'host' } } : {}),
     stdin: false,
@@ -153,8 +153,16 @@ function networks(base: readonly NetworkAttachment[], extra: NetworkAttachment |
   if (all.length === 0) return { netns: { nsmode: 'none' } };
   return {
     netns: { nsmode: 'bridge' },
-    Networks: Object.fromEntries(all.map((network) => [network.name, network.aliases.length > 0 ? { aliases: network.aliases } : {}])),
+    Networks: Object.fromEntries(all.map((network) => [network.name, {
+      ...(network.aliases.length > 0 ? { aliases: network.aliases } : {}),
+      ...(network.address !== undefined ? { static_ips: [network.address] } : {}),
+    }])),
   };
+}
+
+/** /etc/hosts entries that win over Podman's own. */
+function hostEntries(entries: readonly { readonly host: string; readonly address: string }[] | undefined): Record<string, unknown> {
+  return entries && entries.length > 0 ? { hostadd: entries.map((entry) => `${entry.host}:${entry.address}`) } : {};
 }
 
 function userNamespace(userNamespace: UserNamespace): Record<string, unknown> {

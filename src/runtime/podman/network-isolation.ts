@@ -6,7 +6,8 @@
 // and deleted at stop:
 // - `inet berth-<instance>`: nothing is forwarded into or out of a stack bridge (only bridged traffic inside
 //   one, which br_netfilter shows with the bridge as both interfaces); nothing reaches the host from a stack
-//   bridge but its DNS server (aardvark-dns on the gateway, which resolves the stack's service names);
+//   bridge but the one TCP port of Berth's gateway (its egress proxy: stack networks have no DNS server,
+//   their services know each other from /etc/hosts);
 //   nothing is forwarded into or out of the agent bridge, not even port to port under br_netfilter (its
 //   network is internal already: this also holds for one an operator made); and nothing reaches the host
 //   from the agent bridge but the one TCP port of Berth's gateway (the model gateway and egress proxy,
@@ -98,7 +99,10 @@ export function isolationScript(table: string, agent: AgentBridge | undefined, s
     `  }`,
     `  chain input {`,
     `    type filter hook input priority ${PRIORITY}; policy accept;`,
-    `    iifname @stack_bridges meta l4proto { tcp, udp } th dport 53 accept`,
+    // Stack services reach on the host only Berth's gateway (the egress proxy): no DNS server, no other port.
+    `    iifname @stack_bridges ct state established,related accept`,
+    `    iifname @stack_bridges tcp dport ${checkedPort(gatewayPort)} accept`,
+    `    iifname @stack_bridges meta l4proto tcp reject with tcp reset`,
     `    iifname @stack_bridges drop`,
     ...agentInputRules,
     `  }`,

@@ -17,7 +17,7 @@ import type {
   PullOptions,
   RegistrySearchResult,
 } from '../container-runtime.js';
-import type { AgentNetwork, BuildOptions, HealthStatus, LabelledObject, LogTailOptions, ServiceContainerSpec } from '../container-runtime.js';
+import type { AgentNetwork, BuildOptions, HealthStatus, LabelledObject, LogTailOptions, NetworkSummary, ServiceContainerSpec, StackNetwork } from '../container-runtime.js';
 import { PROBE_LABEL, RegistryError, RuntimeError } from '../container-runtime.js';
 import { buildImage } from './image-build.js';
 import { PodmanApiError, PodmanClient } from './client.js';
@@ -27,7 +27,7 @@ import { bindVolumeData, unbindVolumeData } from './volume-backing.js';
 import { isRegistryNotFound, readPullStream } from './pull-stream.js';
 import { kernelLoggedOomKill } from '../kernel-oom-log.js';
 import { BridgeAddresses } from './bridge-address.js';
-import { ensureAgentNetwork, releaseAgentNetwork } from './agent-network.js';
+import { createBridgeWithGateway, ensureAgentNetwork, releaseAgentNetwork } from './agent-network.js';
 import type { AgentBridge, NetworkIsolation } from './network-isolation.js';
 
 interface LibpodInspect {
@@ -466,16 +466,20 @@ export class PodmanRuntime implements ContainerRuntime {
     return status !== 409;
   }
 
-  async createNetwork(name: string, labels: Readonly<Record<string, string>>): Promise<void> {
+  async createNetwork(name: string, labels: Readonly<Record<string, string>>): Promise<StackNetwork> {
     // Internal: no default route, so a stack's services reach nothing outside their network (its gateway,
-    // the host, is closed by the network isolation but for DNS).
-    await this.oneNetworkChange(async () => {
-      await this.client.call('/networks/create', { method: 'POST', json: { name, labels, driver: 'bridge', dns_enabled: true, internal: true } });
-      if (!this.isolation) return;
+    // the host, is closed by the network isolation but for Berth's gateway port). No DNS: aardvark-dns would
+    // forward every name it does not know to the host's resolvers, a way out for data (docs/egress.md).
+    return this.oneNetworkChange(async () => {
+      const created = await createBridgeWithGateway(this.client, name, labels, true, { adoptExisting: false });
       try {
-        const bridge = await this.bridgeOf(name);
-        if (!bridge) throw new RuntimeError(`the network ${name} has no bridge on this host to isolate`, false);
-        await this.isolation.isolate(bridge.interfaceName);
+        const [first] = created.subnets;
+        if (!first || created.subnets.length !== 1) throw new RuntimeError(`the network ${name} got ${created.subnets.length} IPv4 subnets with a gateway, not one`, false);
+        if (this.isolation) {
+          if (!created.network_interface) throw new RuntimeError(`the network ${name} has no bridge on this host to isolate`, false);
+          await this.isolation.isolate(created.network_interface);
+        }
+        return { subnet: first.subnet, gateway: first.gateway };
       } catch (error) {
         await this.deleteNetwork(name).catch(() => undefined);
         throw error;
@@ -542,11 +546,11 @@ export class PodmanRuntime implements ContainerRuntime {
     };
   }
 
-  async listNetworks(label: string): Promise<LabelledObject[]> {
-    const found = await this.client.json<{ name: string; labels?: Record<string, string> | null }[]>('/networks/json', {
+  async listNetworks(label: string): Promise<NetworkSummary[]> {
+    const found = await this.client.json<{ name: string; labels?: Record<string, string> | null; subnets?: { subnet: string }[] | null }[]>('/networks/json', {
       query: { filters: JSON.stringify({ label: [label] }) },
     });
-    return found.map((network) => ({ name: network.name, labels: network.labels ?? {} }));
+    return found.map((network) => ({ name: network.name, labels: network.labels ?? {}, subnets: (network.subnets ?? []).map((s) => s.subnet) }));
   }
 
   async createVolume(name: string, labels: Readonly<Record<string, string>>, backingDir?: string): Promise<void> {
