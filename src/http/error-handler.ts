@@ -2,12 +2,11 @@
 // their catalogue status, Fastify's own errors (schema validation, body too large, bad JSON) as clear
 // 4xx texts, and anything unexpected as a logged 500 that reveals no internals.
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import type { Static } from '@sinclair/typebox';
 import { BerthError, errors } from '../errors.js';
+import type { ErrorBodySchema } from './schemas.js';
 
-export interface ErrorBody {
-  error: string;
-  status: 'error';
-}
+type ErrorBody = Static<typeof ErrorBodySchema>;
 
 export function sendError(reply: FastifyReply, error: BerthError): FastifyReply {
   const body: ErrorBody = { error: error.message, status: 'error' };

@@ -79,35 +79,6 @@ export const EXAMPLE_RUN_REQUEST = {
   container: { volumes: ['/srv/projects/demo:/work/project:ro'], timeout: '10m', memory: '1g' },
 };
 
-export const TokenUsageSchema = Type.Object(
-  {
-    input_tokens: Type.Integer(),
-    output_tokens: Type.Integer(),
-    cache_creation_input_tokens: Type.Integer(),
-    cache_read_input_tokens: Type.Integer(),
-  },
-  { description: 'Tokens of the whole session so far, read from the engine\'s session record.' },
-);
-
-export const UsageSchema = Type.Object(
-  {
-    token_usage: TokenUsageSchema,
-    estimated_cost_usd: Type.Number({ description: 'From a per-model price table; an estimate, not a bill.' }),
-  },
-  { description: 'Omitted until an assistant message has reported usage.' },
-);
-
-export const RunResponseSchema = Type.Object({
-  id: Type.String({ description: 'Run id, prefix run-' }),
-  status: Type.Literal('completed', { description: 'Always completed: a run that fails answers with an error status instead.' }),
-  output: Type.String({ description: 'The engine\'s final answer (with output_format stream-json: its raw event lines).' }),
-  session_id: Type.String({ format: 'uuid', description: 'The run\'s session; pass it with resume or fork_session to continue.' }),
-  usage: Type.Optional(UsageSchema),
-  structured_output: Type.Optional(
-    Type.Unknown({ description: 'With output_format json and a json_schema: the JSON value the engine returned, matching the schema.' }),
-  ),
-});
-
 export const EXAMPLE_RUN_RESPONSE = {
   id: 'run-8d2f4b6a-1c3e-4f5a-9b7d-0e2c4a6f8b1d',
   status: 'completed',

@@ -26,6 +26,7 @@ import { ENGINE_BINARY } from '../../engine/layout.js';
 import { context, trace, type Span } from '@opentelemetry/api';
 import { endRunSpan, startRunSpan } from './run-tracing.js';
 import { runOutcomeLabel, type RunMode, type RunOutcomeLabel } from './run-labels.js';
+import type { RunResult, RunUsage } from './run-result.js';
 import type { RunWorkspaces, WorkspaceCheck } from './run-workspace.js';
 import type { MissReason } from '../pool/pool-match.js';
 import type { RunGrants } from '../gateway/run-grants.js';
@@ -34,20 +35,6 @@ import type { BudgetDecision } from '../gateway/gateway-types.js';
 /** The caller's daily model limits, checked before a run gets anything (core/gateway/budgets.ts). */
 export interface BudgetAdmission {
   admission(caller: string, now: number): BudgetDecision;
-}
-
-export interface RunUsage {
-  readonly token_usage: TokenUsage;
-  readonly estimated_cost_usd: number;
-}
-
-export interface RunResult {
-  readonly id: string;
-  readonly status: 'completed';
-  readonly output: string;
-  readonly session_id: string;
-  readonly usage?: RunUsage;
-  readonly structured_output?: unknown;
 }
 
 export interface RunObserver {
