@@ -13,6 +13,7 @@ import { startTracing } from './tracing.js';
 import { StreamLimit, type SseOptions } from './http/sse.js';
 import { startMetricsServer } from './http/metrics-server.js';
 import { createMetrics } from './metrics/metrics.js';
+import { MISS_REASONS } from './core/pool/pool-match.js';
 import { PodmanClient } from './runtime/podman/client.js';
 import { PodmanRuntime } from './runtime/podman/podman-runtime.js';
 import { startPodmanService, type PodmanService } from './runtime/podman/service-process.js';
@@ -451,8 +452,13 @@ export async function startBerth(configured: Config, logger: Logger, hooks: Bert
     const images = new ImageCheck(runtime, config.agent.mountEngine ? 'mounted' : 'in-image', imageProbe);
     // Pre-started engines for runs and for agents like the default request; removed at stop before the runs drain.
     const template = await validateRunRequest({ prompt: 'pooled engine' }, { config, secretExists: async () => true });
-    const enginePool = (kind: PoolKind, size: number) =>
-      new EnginePool({
+    const enginePool = (kind: PoolKind, size: number) => {
+      // The pool's series start at zero, like the other small label sets (metrics.ts): a scrape shows each
+      // pool and miss reason from the start, so an absent series means a renamed metric, not "none yet".
+      metrics.poolReady.set({ pool: kind }, 0);
+      metrics.poolHits.inc({ pool: kind }, 0);
+      for (const reason of MISS_REASONS) metrics.poolMisses.inc({ pool: kind, reason }, 0);
+      return new EnginePool({
         kind,
         settings: { size, maxAgeMs: config.pool.maxAgeMs, refillPauseMs: config.pool.refillPauseMs },
         runtime,
@@ -473,6 +479,7 @@ export async function startBerth(configured: Config, logger: Logger, hooks: Bert
           refilled: (ms) => metrics.poolRefill.observe({ pool: kind }, ms / 1000),
         },
       });
+    };
     const pools = new EnginePools(enginePool('run', config.pool.size), enginePool('agent', config.pool.agentSize));
     const runs = new RunService({
       config,

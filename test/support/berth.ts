@@ -180,12 +180,16 @@ export async function startTestBerth(env: Record<string, string> = {}, options: 
   };
 }
 
-/** A metric's value from the Berth's metrics listener (0 when absent). */
+/**
+ * A metric's value from the Berth's metrics listener. A series that is not there throws: answering 0 would let
+ * an `== 0` check pass for a metric that was renamed or never registered.
+ */
 export async function metric(t: TestBerth, name: string): Promise<number> {
   const text = await (await fetch(t.berth.metricsUrl)).text();
   const escaped = name.replace(/[{}"]/g, (c) => `\\${c}`);
-  const match = new RegExp(`^${escaped} (\\d+(?:\\.\\d+)?)$`, 'm').exec(text);
-  return match ? Number(match[1]) : 0;
+  const match = new RegExp(`^${escaped} (\\d+(?:\\.\\d+)?(?:e[+-]?\\d+)?)$`, 'm').exec(text);
+  if (!match) throw new Error(`the metric ${name} is not exposed by the Berth (is it renamed, or its labels not pre-created?)`);
+  return Number(match[1]);
 }
 
 /** Waits until the Berth's pool holds `count` ready engines (at most `withinMs`). */
