@@ -132,10 +132,9 @@ export async function startBerth(configured: Config, logger: Logger, hooks: Bert
     }
   };
   try {
-    const stopTracing = startTracing({ endpoint: config.tracing.endpoint, sampleRatio: config.tracing.sampleRatio, serviceVersion: config.version, instance: config.instanceName });
+    const stopTracing = startTracing({ endpoint: config.tracing.endpoint, sampleRatio: config.tracing.sampleRatio, serviceVersion: config.version, instance: config.instanceName, log: logger });
     // Last of all: spans of the shutdown itself are still exported.
     cleanups.unshift(stopTracing);
-    if (config.tracing.endpoint !== undefined) logger.info({ endpoint: config.tracing.endpoint, sampleRatio: config.tracing.sampleRatio }, 'exporting traces');
     await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
 
     let podmanService: PodmanService | undefined;
