@@ -6,10 +6,11 @@
 import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { performance } from 'node:perf_hooks';
-import { MODEL_GRANT_KINDS, type BudgetCheck, type BudgetLimit, type GrantHolder, type GrantLookup, type ModelTokens, type UpstreamModel, type UsageRecorder } from '../core/gateway/gateway-types.js';
+import { MODEL_GRANT_KINDS, type BudgetCheck, type BudgetLimit, type GrantHolder, type GrantLookup, type TokenCounts, type UpstreamModel, type UsageRecorder } from '../core/gateway/gateway-types.js';
 import { estimateCostUsd } from '../engine/pricing.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { UsageTap } from './usage-tap.js';
+import { NO_TOKENS } from '../store/usage/usage-store.js';
 
 export interface ModelForwardOptions {
   readonly upstream: UpstreamModel;
@@ -34,7 +35,6 @@ const MAX_REFUSED_BODY_BYTES = 8 * 1024 * 1024;
 /** The status recorded when the engine hung up before the answer began (nginx's "client closed request"). */
 const CLIENT_CLOSED = 499;
 const OAUTH_BETA = 'oauth-2025-04-20';
-const NO_TOKENS: ModelTokens = { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
 
 /** RFC 9110 §7.6.1 connection-specific fields, plus the proxy ones: never forwarded either way. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
@@ -135,7 +135,7 @@ export function modelForwarder(options: ModelForwardOptions): ModelForwarder {
   const agent = secure ? new HttpsAgent({ keepAlive: true, scheduling: 'lifo' }) : new HttpAgent({ keepAlive: true, scheduling: 'lifo' });
   const basePath = base.pathname.replace(/\/+$/, '');
 
-  function record(holder: GrantHolder, at: number, fields: { model: string; tokens: ModelTokens; status: number; overheadMs?: number; refusal?: { limit: BudgetLimit; message: string } }): void {
+  function record(holder: GrantHolder, at: number, fields: { model: string; tokens: TokenCounts; status: number; overheadMs?: number; refusal?: { limit: BudgetLimit; message: string } }): void {
     const costUsd = fields.refusal ? 0 : estimateCostUsd({ ...fields.tokens }, fields.model);
     try {
       options.usage.recordRequest({

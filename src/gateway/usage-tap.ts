@@ -6,7 +6,7 @@
 //    long answer are recognised by a substring and skipped.
 //  - Not streaming (application/json): the body is copied (at most MAX_JSON_BYTES) and parsed at its end.
 import { StringDecoder } from 'node:string_decoder';
-import type { ModelTokens } from '../core/gateway/gateway-types.js';
+import type { TokenCounts } from '../core/gateway/gateway-types.js';
 
 /** A non-streaming answer larger than this is forwarded whole but not counted (real ones are far smaller). */
 export const MAX_JSON_BYTES = 8 * 1024 * 1024;
@@ -16,7 +16,7 @@ const MAX_LINE_CHARS = 1024 * 1024;
 export interface TappedUsage {
   /** The model named by the answer; undefined when the answer carried none (an error, another endpoint). */
   readonly model: string | undefined;
-  readonly tokens: ModelTokens;
+  readonly tokens: TokenCounts;
   /** Whether any usage object was seen. */
   readonly seen: boolean;
 }

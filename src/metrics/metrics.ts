@@ -2,7 +2,7 @@
 // default registry, so tests and several instances in one process never collide). Code that records a
 // metric receives this object as a dependency; only metrics-server.ts exposes it.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { EgressDecision } from '../core/gateway/gateway-types.js';
+import { EGRESS_DECISIONS } from '../core/gateway/gateway-types.js';
 import { RUN_MODES, RUN_OUTCOMES } from '../core/runs/run-labels.js';
 
 export type WebhookOutcome = 'delivered' | 'retried' | 'failed';
@@ -26,9 +26,6 @@ export const AUTH_FAILURE_REASONS: readonly AuthFailureReason[] = [
 
 export const GATEWAY_OUTCOMES: readonly GatewayOutcome[] = ['forwarded', 'refused_credential', 'refused_budget', 'upstream_error'];
 export const MODEL_TOKEN_KINDS: readonly ModelTokenKind[] = ['input', 'output', 'cache_creation', 'cache_read'];
-export const EGRESS_DECISIONS: readonly EgressDecision[] = [
-  'allowed', 'refused_credential', 'refused_mode', 'refused_host', 'refused_address', 'refused_sni', 'refused_protocol', 'failed',
-];
 
 export interface Metrics {
   readonly registry: Registry;

@@ -9,28 +9,9 @@ import { metric, poolReady, type TestBerth } from '../support/berth.js';
 import { startBerthWithCallers } from '../support/callers.js';
 import { probeRun } from '../support/outside-hosts.js';
 import { follow, turnEnded } from '../support/agents.js';
+import type { RunReportView, UsageReportView } from '../../src/core/gateway/usage-report-schema.js';
 
 type Caller = 'alice' | 'bob';
-
-interface Counters {
-  readonly requests: number;
-  readonly input_tokens: number;
-  readonly output_tokens: number;
-  readonly cache_creation_input_tokens: number;
-  readonly cache_read_input_tokens: number;
-  readonly cost_usd: number;
-  readonly refused: number;
-}
-
-interface RequestView {
-  readonly status: number;
-  readonly input_tokens: number;
-  readonly output_tokens: number;
-  readonly cache_creation_input_tokens: number;
-  readonly cache_read_input_tokens: number;
-  readonly cost_usd: number;
-  readonly refusal?: string;
-}
 
 /**
  * A run's budget a few of the engine's requests exceed: the offline model answers as claude-opus-5-5 (priced as
@@ -57,7 +38,7 @@ describe('the model gateway: pooled runs, agents, a run\'s budget, usage', () =>
     await t?.stop();
   });
 
-  async function runUsage(caller: Caller, runId: string): Promise<{ totals: Counters; requests: RequestView[]; refusal?: string; agent_id?: string }> {
+  async function runUsage(caller: Caller, runId: string): Promise<RunReportView> {
     const response = await t.request('GET', `/usage/runs/${runId}`, undefined, as(caller));
     assert.equal(response.status, 200, JSON.stringify(response.body));
     return response.body;
@@ -155,7 +136,7 @@ describe('the model gateway: pooled runs, agents, a run\'s budget, usage', () =>
     for (const caller of ['alice', 'bob'] as const) {
       const report = await t.request('GET', '/usage', undefined, as(caller));
       assert.equal(report.status, 200, JSON.stringify(report.body));
-      const { total, days, runs } = report.body as { total: Counters; days: Counters[]; runs: (Counters & { run_id: string })[] };
+      const { total, days, runs } = report.body as UsageReportView;
       assert.ok(total.requests > 0, `${caller} has usage`);
       // The days and the runs each add up to the total…
       for (const parts of [days, runs]) {

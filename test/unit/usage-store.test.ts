@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { after, afterEach, beforeEach, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { EGRESS_RETENTION_MS, SqliteUsageStore } from '../../src/store/usage/sqlite-usage-store.js';
-import type { EgressEntry, ModelRequestEntry } from '../../src/store/usage/usage-store.js';
+import type { EgressDecisionRecord, ModelRequestRecord } from '../../src/store/usage/usage-store.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'berth-usage-store-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -16,7 +16,7 @@ let counter = 0;
 const DAY1 = Date.parse('2026-11-25T23:59:59.999Z');
 const DAY2 = Date.parse('2026-11-26T00:00:00.000Z');
 
-function request(extra: Partial<ModelRequestEntry> = {}): ModelRequestEntry {
+function request(extra: Partial<ModelRequestRecord> = {}): ModelRequestRecord {
   return {
     at: DAY2 + 1000,
     caller: 'caller-a',
@@ -31,7 +31,7 @@ function request(extra: Partial<ModelRequestEntry> = {}): ModelRequestEntry {
   };
 }
 
-function egress(extra: Partial<EgressEntry> = {}): EgressEntry {
+function egress(extra: Partial<EgressDecisionRecord> = {}): EgressDecisionRecord {
   return { at: DAY2 + 2000, caller: 'caller-a', runId: 'run-1', method: 'CONNECT', host: 'pypi.org', port: 443, decision: 'allowed', ...extra };
 }
 

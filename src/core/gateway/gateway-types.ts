@@ -1,7 +1,19 @@
 // The contracts between the model gateway and egress proxy (src/gateway/), the per-run credentials
 // (core/gateway/run-grants.ts), the budgets (core/gateway/budgets.ts) and the usage records
-// (store/usage/). Types only: each side is built and tested against these.
+// (store/usage/): each side is built and tested against these types. The usage records and their words
+// (budget limits, egress decisions, token counts) live in the store, below core, and are re-exported here.
 import type { EgressPolicy } from '../../egress-policy.js';
+import type { BudgetLimit, EgressDecisionRecord, ModelRequestRecord } from '../../store/usage/usage-store.js';
+
+export {
+  BUDGET_LIMITS,
+  EGRESS_DECISIONS,
+  type BudgetLimit,
+  type EgressDecision,
+  type EgressDecisionRecord,
+  type ModelRequestRecord,
+  type TokenCounts,
+} from '../../store/usage/usage-store.js';
 
 /**
  * What a container with a grant does: an engine's run or agent, a workspace's git clone, or a compose stack's
@@ -47,69 +59,12 @@ export interface GrantLookup {
   lookup(token: string): Grant | undefined;
 }
 
-/** Which limit stopped a model request. */
-export type BudgetLimit = 'run' | 'caller_usd_per_day' | 'caller_tokens_per_day';
-
 export type BudgetDecision =
   | { readonly ok: true }
   | { readonly ok: false; readonly limit: BudgetLimit; /** Names the limit, its value and what was used: shown to the engine and the caller. */ readonly message: string };
 
 export interface BudgetCheck {
   check(holder: GrantHolder, now: number): BudgetDecision;
-}
-
-/** Token counts as the Messages API reports them. */
-export interface ModelTokens {
-  readonly input_tokens: number;
-  readonly output_tokens: number;
-  readonly cache_creation_input_tokens: number;
-  readonly cache_read_input_tokens: number;
-}
-
-/** One model request the gateway forwarded (or refused: `refusal` set, no tokens). */
-export interface ModelRequestRecord {
-  readonly at: number;
-  readonly caller: string;
-  readonly runId: string;
-  readonly sessionId?: string;
-  /** The holder's agentId (an agent's requests): GET /usage lists it with the run. */
-  readonly agentId?: string;
-  readonly model: string;
-  readonly tokens: ModelTokens;
-  /** From engine/pricing.ts's table. */
-  readonly costUsd: number;
-  /** The HTTP status the engine got (the upstream's, or the gateway's refusal). */
-  readonly status: number;
-  readonly refusal?: { readonly limit: BudgetLimit; readonly message: string };
-  /** Time the gateway added before the first byte of the answer reached the engine (ms). */
-  readonly overheadMs?: number;
-}
-
-/** Every decision of the egress proxy, as counted in berth_egress_requests_total{decision}. */
-export type EgressDecision =
-  | 'allowed'
-  | 'refused_credential'
-  | 'refused_mode'
-  | 'refused_host'
-  | 'refused_address'
-  | 'refused_sni'
-  | 'refused_protocol'
-  | 'failed';
-
-export interface EgressDecisionRecord {
-  readonly at: number;
-  readonly caller: string;
-  readonly runId: string;
-  readonly sessionId?: string;
-  /** The holder's agentId, as in ModelRequestRecord. */
-  readonly agentId?: string;
-  /** CONNECT (HTTPS tunnels) or HTTP (plain requests through the proxy). */
-  readonly method: 'CONNECT' | 'HTTP';
-  readonly host: string;
-  readonly port: number;
-  readonly decision: EgressDecision;
-  /** Why, for a refusal or a failure (the text the client got). */
-  readonly reason?: string;
 }
 
 /** Where the gateway writes what it saw. */

@@ -5,6 +5,7 @@
 import { errors } from '../../errors.js';
 import { NO_USAGE, tokenSum, utcDay, type UsageStore, type UsageTotals } from '../../store/usage/usage-store.js';
 import type { BudgetLimits } from './budgets.js';
+import type { RunReportView, UsageCounters, UsageReportView } from './usage-report-schema.js';
 
 export const DEFAULT_DAYS = 7;
 export const MAX_DAYS = 92;
@@ -13,71 +14,6 @@ export const MAX_LISTED = 500;
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
-
-export interface UsageCounters {
-  readonly requests: number;
-  readonly input_tokens: number;
-  readonly output_tokens: number;
-  readonly cache_creation_input_tokens: number;
-  readonly cache_read_input_tokens: number;
-  readonly cost_usd: number;
-  readonly refused: number;
-}
-
-export interface UsageReportView {
-  readonly caller: string;
-  readonly from: string;
-  readonly to: string;
-  readonly limits: { readonly usd_per_day: number | null; readonly tokens_per_day: number | null };
-  readonly today: { readonly date: string; readonly requests: number; readonly tokens: number; readonly cost_usd: number };
-  readonly total: UsageCounters;
-  readonly days: readonly (UsageCounters & { readonly date: string })[];
-  readonly runs: readonly RunSummaryView[];
-}
-
-export interface RunSummaryView extends UsageCounters {
-  readonly run_id: string;
-  readonly session_id?: string;
-  readonly agent_id?: string;
-  readonly first_request_at: string;
-  readonly last_request_at: string;
-  readonly refusal?: string;
-}
-
-/** One run: its counters under `totals` (its `requests` are the list of them). */
-export interface RunReportView {
-  readonly run_id: string;
-  readonly session_id?: string;
-  readonly agent_id?: string;
-  readonly first_request_at: string;
-  readonly last_request_at: string;
-  readonly totals: UsageCounters;
-  readonly refusal?: string;
-  readonly requests: readonly ModelRequestView[];
-  readonly egress: readonly EgressDecisionView[];
-}
-
-export interface ModelRequestView {
-  readonly at: string;
-  readonly model: string;
-  readonly status: number;
-  readonly input_tokens: number;
-  readonly output_tokens: number;
-  readonly cache_creation_input_tokens: number;
-  readonly cache_read_input_tokens: number;
-  readonly cost_usd: number;
-  readonly overhead_ms?: number;
-  readonly refusal?: string;
-}
-
-export interface EgressDecisionView {
-  readonly at: string;
-  readonly method: 'CONNECT' | 'HTTP';
-  readonly host: string;
-  readonly port: number;
-  readonly decision: string;
-  readonly reason?: string;
-}
 
 export interface UsageRange {
   readonly from?: string;

@@ -6,15 +6,8 @@ import type { FastifyInstance } from 'fastify';
 import { errors } from '../../errors.js';
 import type { UsageReport } from '../../core/gateway/usage-report.js';
 import { requestCaller } from '../caller.js';
-import {
-  EXAMPLE_RUN_USAGE_REPORT,
-  EXAMPLE_USAGE_REPORT,
-  RunUsageReportSchema,
-  UsageQuerySchema,
-  UsageReportSchema,
-  errorResponses,
-  withExample,
-} from '../schemas.js';
+import { RunUsageReportSchema, UsageReportSchema } from '../../core/gateway/usage-report-schema.js';
+import { EXAMPLE_RUN_USAGE_REPORT, EXAMPLE_USAGE_REPORT, UsageQuerySchema, errorResponses, withExample } from '../schemas.js';
 
 const RunParamsSchema = Type.Object({ run_id: Type.String({ description: 'The run\'s id (run-…), as in GET /usage\'s runs' }) });
 

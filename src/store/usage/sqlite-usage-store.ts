@@ -7,11 +7,13 @@ import type Database from 'better-sqlite3';
 import { openDatabase } from '../sqlite.js';
 import {
   utcDay,
-  type BudgetLimitName,
+  type BudgetLimit,
   type DayTotals,
-  type EgressEntry,
-  type ModelRequestEntry,
+  type EgressDecision,
+  type EgressDecisionRecord,
+  type ModelRequestRecord,
   type RunTotals,
+  type TokenCounts,
   type UsageStore,
   type UsageTotals,
 } from './usage-store.js';
@@ -30,98 +32,97 @@ const SUMS = `COUNT(*) AS requests,
   COALESCE(SUM(cache_read_input_tokens), 0) AS cache_read_input_tokens,
   COALESCE(SUM(cost_micro_usd), 0) AS cost_micro_usd`;
 
-interface SumsRow {
-  requests: number;
-  refused: number;
+/** The four token columns every request row and every sum has. */
+interface TokenColumns {
   input_tokens: number;
   output_tokens: number;
   cache_creation_input_tokens: number;
   cache_read_input_tokens: number;
+}
+
+/** Whose a row is: the columns of RecordHolder. */
+interface HolderColumns {
+  caller: string;
+  run_id: string;
+  session_id: string | null;
+  agent_id: string | null;
+}
+
+interface SumsRow extends TokenColumns {
+  requests: number;
+  refused: number;
   cost_micro_usd: number;
 }
 
-interface RunRow extends SumsRow {
-  run_id: string;
-  caller: string;
-  session_id: string | null;
-  agent_id: string | null;
+interface RunRow extends SumsRow, HolderColumns {
   first_at: number;
   last_at: number;
   refusal: string | null;
 }
 
-interface RequestRow {
+interface RequestRow extends TokenColumns, HolderColumns {
   at: number;
-  caller: string;
-  run_id: string;
-  session_id: string | null;
-  agent_id: string | null;
   model: string;
   status: number;
-  input_tokens: number;
-  output_tokens: number;
-  cache_creation_input_tokens: number;
-  cache_read_input_tokens: number;
   cost_micro_usd: number;
-  refusal_limit: BudgetLimitName | null;
+  refusal_limit: BudgetLimit | null;
   refusal_message: string | null;
   overhead_ms: number | null;
 }
 
-interface EgressRow {
+interface EgressRow extends HolderColumns {
   at: number;
-  caller: string;
-  run_id: string;
-  session_id: string | null;
-  agent_id: string | null;
   method: 'CONNECT' | 'HTTP';
   host: string;
   port: number;
-  decision: string;
+  decision: EgressDecision;
   reason: string | null;
 }
 
-function totals(row: SumsRow): UsageTotals {
+function tokensOf(row: TokenColumns): TokenCounts {
   return {
-    requests: row.requests,
-    refused: row.refused,
-    tokens: {
-      input_tokens: row.input_tokens,
-      output_tokens: row.output_tokens,
-      cache_creation_input_tokens: row.cache_creation_input_tokens,
-      cache_read_input_tokens: row.cache_read_input_tokens,
-    },
-    costMicroUsd: row.cost_micro_usd,
+    input_tokens: row.input_tokens,
+    output_tokens: row.output_tokens,
+    cache_creation_input_tokens: row.cache_creation_input_tokens,
+    cache_read_input_tokens: row.cache_read_input_tokens,
   };
+}
+
+/** The holder of a row, its session and agent left out where none was recorded. */
+function holderOf(row: HolderColumns): { caller: string; runId: string; sessionId?: string; agentId?: string } {
+  return {
+    caller: row.caller,
+    runId: row.run_id,
+    ...(row.session_id !== null ? { sessionId: row.session_id } : {}),
+    ...(row.agent_id !== null ? { agentId: row.agent_id } : {}),
+  };
+}
+
+/** The first columns of every record's row, in the order the INSERTs name them: at, day, caller, run_id, session_id, agent_id. */
+function holderValues(record: ModelRequestRecord | EgressDecisionRecord): [number, string, string, string, string | null, string | null] {
+  return [record.at, utcDay(record.at), record.caller, record.runId, record.sessionId ?? null, record.agentId ?? null];
+}
+
+function totals(row: SumsRow): UsageTotals {
+  return { requests: row.requests, refused: row.refused, tokens: tokensOf(row), costMicroUsd: row.cost_micro_usd };
 }
 
 function runTotals(row: RunRow): RunTotals {
   return {
     ...totals(row),
-    runId: row.run_id,
-    caller: row.caller,
-    ...(row.session_id !== null ? { sessionId: row.session_id } : {}),
-    ...(row.agent_id !== null ? { agentId: row.agent_id } : {}),
+    ...holderOf(row),
     firstAt: row.first_at,
     lastAt: row.last_at,
     ...(row.refusal !== null ? { refusal: row.refusal } : {}),
   };
 }
 
-function requestEntry(row: RequestRow): ModelRequestEntry {
+function requestRecord(row: RequestRow): ModelRequestRecord {
   return {
     at: row.at,
-    caller: row.caller,
-    runId: row.run_id,
-    ...(row.session_id !== null ? { sessionId: row.session_id } : {}),
-    ...(row.agent_id !== null ? { agentId: row.agent_id } : {}),
+    ...holderOf(row),
     model: row.model,
-    tokens: {
-      input_tokens: row.input_tokens,
-      output_tokens: row.output_tokens,
-      cache_creation_input_tokens: row.cache_creation_input_tokens,
-      cache_read_input_tokens: row.cache_read_input_tokens,
-    },
+    tokens: tokensOf(row),
     costUsd: row.cost_micro_usd / 1e6,
     status: row.status,
     ...(row.refusal_limit !== null ? { refusal: { limit: row.refusal_limit, message: row.refusal_message ?? '' } } : {}),
@@ -129,13 +130,10 @@ function requestEntry(row: RequestRow): ModelRequestEntry {
   };
 }
 
-function egressEntry(row: EgressRow): EgressEntry {
+function egressRecord(row: EgressRow): EgressDecisionRecord {
   return {
     at: row.at,
-    caller: row.caller,
-    runId: row.run_id,
-    ...(row.session_id !== null ? { sessionId: row.session_id } : {}),
-    ...(row.agent_id !== null ? { agentId: row.agent_id } : {}),
+    ...holderOf(row),
     method: row.method,
     host: row.host,
     port: row.port,
@@ -171,26 +169,25 @@ export class SqliteUsageStore implements UsageStore {
     return prepared;
   }
 
-  recordRequest(entry: ModelRequestEntry): void {
+  recordRequest(entry: ModelRequestRecord): void {
     this.statement(
       `INSERT INTO model_requests (at, day, caller, run_id, session_id, agent_id, model, status, input_tokens, output_tokens,
          cache_creation_input_tokens, cache_read_input_tokens, cost_micro_usd, refusal_limit, refusal_message, overhead_ms)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
-      entry.at, utcDay(entry.at), entry.caller, entry.runId, entry.sessionId ?? null, entry.agentId ?? null, entry.model, entry.status,
+      ...holderValues(entry), entry.model, entry.status,
       count(entry.tokens.input_tokens), count(entry.tokens.output_tokens), count(entry.tokens.cache_creation_input_tokens),
       count(entry.tokens.cache_read_input_tokens), count(entry.costUsd * 1e6),
       entry.refusal?.limit ?? null, entry.refusal?.message ?? null, entry.overheadMs ?? null,
     );
   }
 
-  recordEgress(entry: EgressEntry): void {
+  recordEgress(entry: EgressDecisionRecord): void {
     this.statement(
       `INSERT INTO egress_decisions (at, day, caller, run_id, session_id, agent_id, method, host, port, decision, reason)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
-      entry.at, utcDay(entry.at), entry.caller, entry.runId, entry.sessionId ?? null, entry.agentId ?? null,
-      entry.method, entry.host, entry.port, entry.decision, entry.reason ?? null,
+      ...holderValues(entry), entry.method, entry.host, entry.port, entry.decision, entry.reason ?? null,
     );
     this.pruneDue();
   }
@@ -241,21 +238,21 @@ export class SqliteUsageStore implements UsageStore {
     });
   }
 
-  requestsOf(caller: string, runId: string, limit: number): ModelRequestEntry[] {
+  requestsOf(caller: string, runId: string, limit: number): ModelRequestRecord[] {
     const rows = this.statement(
       `SELECT * FROM (SELECT id, at, caller, run_id, session_id, agent_id, model, status, input_tokens, output_tokens, cache_creation_input_tokens,
          cache_read_input_tokens, cost_micro_usd, refusal_limit, refusal_message, overhead_ms
        FROM model_requests WHERE run_id = ? AND caller = ? ORDER BY at DESC, id DESC LIMIT ?) ORDER BY at, id`,
     ).all(runId, caller, limit) as RequestRow[];
-    return rows.map(requestEntry);
+    return rows.map(requestRecord);
   }
 
-  egressOf(caller: string, runId: string, limit: number): EgressEntry[] {
+  egressOf(caller: string, runId: string, limit: number): EgressDecisionRecord[] {
     const rows = this.statement(
       `SELECT * FROM (SELECT id, at, caller, run_id, session_id, agent_id, method, host, port, decision, reason
        FROM egress_decisions WHERE run_id = ? AND caller = ? ORDER BY at DESC, id DESC LIMIT ?) ORDER BY at, id`,
     ).all(runId, caller, limit) as EgressRow[];
-    return rows.map(egressEntry);
+    return rows.map(egressRecord);
   }
 
   pruneEgress(before: number): number {

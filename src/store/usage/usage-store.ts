@@ -1,12 +1,18 @@
 // What the model gateway and the egress proxy saw, behind a small interface: one record per model request
 // (tokens, cost, the status the engine got, a budget refusal) and per egress decision, and the sums that
 // budgets (core/gateway/budgets.ts) and GET /usage (core/gateway/usage-report.ts) read.
-// The records have the shapes of core/gateway/gateway-types.ts (ModelRequestRecord, EgressDecisionRecord):
-// the store may not import core, so they are restated here and checked against each other where the store
-// is handed to the gateway (server.ts).
+// The records are defined here, below core (which may import the store, not the other way round), and are
+// the gateway's words too: core/gateway/gateway-types.ts re-exports them.
 
+/** Which limit stopped a model request. */
 export const BUDGET_LIMITS = ['run', 'caller_usd_per_day', 'caller_tokens_per_day'] as const;
-export type BudgetLimitName = (typeof BUDGET_LIMITS)[number];
+export type BudgetLimit = (typeof BUDGET_LIMITS)[number];
+
+/** Every decision of the egress proxy, as counted in berth_egress_requests_total{decision}. */
+export const EGRESS_DECISIONS = [
+  'allowed', 'refused_credential', 'refused_mode', 'refused_host', 'refused_address', 'refused_sni', 'refused_protocol', 'failed',
+] as const;
+export type EgressDecision = (typeof EGRESS_DECISIONS)[number];
 
 /** Token counts as the Messages API reports them. */
 export interface TokenCounts {
@@ -23,32 +29,37 @@ export function tokenSum(tokens: TokenCounts): number {
   return tokens.input_tokens + tokens.output_tokens + tokens.cache_creation_input_tokens + tokens.cache_read_input_tokens;
 }
 
-export interface ModelRequestEntry {
+/** Whose a record is: the run (or agent's run, or clone container) it was made for. */
+interface RecordHolder {
   /** Milliseconds since the epoch. */
   readonly at: number;
   readonly caller: string;
   readonly runId: string;
   readonly sessionId?: string;
+  /** The holder's agentId (an agent's requests): GET /usage lists it with the run. */
   readonly agentId?: string;
+}
+
+/** One model request the gateway forwarded (or refused: `refusal` set, no tokens). */
+export interface ModelRequestRecord extends RecordHolder {
   readonly model: string;
   readonly tokens: TokenCounts;
-  /** USD; kept to the micro-dollar (the price table's precision). */
+  /** USD, from engine/pricing.ts's table; kept to the micro-dollar (the table's precision). */
   readonly costUsd: number;
+  /** The HTTP status the engine got (the upstream's, or the gateway's refusal). */
   readonly status: number;
-  readonly refusal?: { readonly limit: BudgetLimitName; readonly message: string };
+  readonly refusal?: { readonly limit: BudgetLimit; readonly message: string };
+  /** Time the gateway added before the first byte of the answer reached the engine (ms). */
   readonly overheadMs?: number;
 }
 
-export interface EgressEntry {
-  readonly at: number;
-  readonly caller: string;
-  readonly runId: string;
-  readonly sessionId?: string;
-  readonly agentId?: string;
+export interface EgressDecisionRecord extends RecordHolder {
+  /** CONNECT (HTTPS tunnels) or HTTP (plain requests through the proxy). */
   readonly method: 'CONNECT' | 'HTTP';
   readonly host: string;
   readonly port: number;
-  readonly decision: string;
+  readonly decision: EgressDecision;
+  /** Why, for a refusal or a failure (the text the client got). */
   readonly reason?: string;
 }
 
@@ -83,8 +94,8 @@ export interface RunTotals extends UsageTotals {
 }
 
 export interface UsageStore {
-  recordRequest(entry: ModelRequestEntry): void;
-  recordEgress(entry: EgressEntry): void;
+  recordRequest(record: ModelRequestRecord): void;
+  recordEgress(record: EgressDecisionRecord): void;
   /** The caller's model usage on one UTC day. */
   callerDay(caller: string, day: string): UsageTotals;
   /** Every caller's model usage on one UTC day (budgets are seeded with today's at start). */
@@ -98,9 +109,9 @@ export interface UsageStore {
   /** One of the caller's runs, all its records counted; undefined when the caller has no record of it. */
   run(caller: string, runId: string): RunTotals | undefined;
   /** The caller's latest `limit` model requests of the run, oldest first. */
-  requestsOf(caller: string, runId: string, limit: number): ModelRequestEntry[];
+  requestsOf(caller: string, runId: string, limit: number): ModelRequestRecord[];
   /** The caller's latest `limit` egress decisions of the run, oldest first. */
-  egressOf(caller: string, runId: string, limit: number): EgressEntry[];
+  egressOf(caller: string, runId: string, limit: number): EgressDecisionRecord[];
   /** Removes the egress decisions made before `before` (ms); answers how many. */
   pruneEgress(before: number): number;
   close(): void;
