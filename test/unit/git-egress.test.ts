@@ -4,20 +4,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cloneEgressPolicy } from '../../src/core/workspaces/git-egress.js';
 import { parseHostPattern, policyAdmits, type HostPattern } from '../../src/egress-policy.js';
+import { refused } from './support/refused.js';
 
 function pattern(text: string): HostPattern {
   const parsed = parseHostPattern(text);
   if (typeof parsed === 'string') throw new Error(parsed);
   return parsed;
-}
-
-function refused(pattern: RegExp) {
-  return (error: unknown) => {
-    const e = error as { status?: number; message?: string };
-    assert.equal(e.status, 400);
-    assert.match(e.message ?? '', pattern);
-    return true;
-  };
 }
 
 test('an https clone reaches its host on 443 and nothing else', () => {

@@ -12,6 +12,7 @@ import type { WorkdirBinder } from '../../src/runtime/workdir-binds.js';
 import type { PreparedSession } from '../../src/core/sessions/session-store.js';
 import type { EngineSession } from '../../src/engine/command.js';
 import { workspaceIntent } from '../../src/core/validation/workspace.js';
+import { refused } from './support/refused.js';
 
 const OWNER = 'alice';
 const GIVEN = '11111111-1111-4111-8111-111111111111';
@@ -110,7 +111,7 @@ describe('RunWorkspaces.attach', () => {
     await resumed.session.release();
     await assert.rejects(
       w.runWorkspaces.attach({ kind: 'given', id: GIVEN }, w.session({ kind: 'resume', sessionId: 's1' }), OWNER, { kind: 'run', id: 'r' }),
-      (error: unknown) => error instanceof BerthError && error.status === 400 && error.message.startsWith('workspace: '),
+      refused(/^workspace: /),
     );
     const old = await w.runWorkspaces.attach({ kind: 'session' }, w.session({ kind: 'resume', sessionId: 's-old' }), OWNER, { kind: 'run', id: 'r' });
     assert.equal(old.workspaceId, undefined);
@@ -181,7 +182,7 @@ describe('workspaceIntent (the request\'s workspace field)', () => {
   });
 
   it('refuses a non-UUID and a workdir another mount covers, naming workspace; without one a covered workdir keeps its volume', () => {
-    const refusedNaming = (error: unknown) => error instanceof BerthError && error.status === 400 && error.message.startsWith('workspace: ');
+    const refusedNaming = refused(/^workspace: /);
     assert.throws(() => workspaceIntent('../../etc', { kind: 'new' }, '/workspace', []), refusedNaming);
     assert.throws(() => workspaceIntent(GIVEN, { kind: 'new' }, '/workspace', ['/workspace']), refusedNaming);
     assert.throws(() => workspaceIntent(GIVEN, { kind: 'new' }, '/work/project', ['/work']), refusedNaming);

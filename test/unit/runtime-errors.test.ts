@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { withTranslatedErrors } from '../../src/core/runtime-errors.js';
 import { RuntimeError, type ContainerRuntime } from '../../src/runtime/container-runtime.js';
-import { BerthError } from '../../src/errors.js';
+import { refused } from './support/refused.js';
 
 function fake(error: Error) {
   return {
@@ -15,7 +15,7 @@ function fake(error: Error) {
 
 test('an unreachable runtime becomes the catalogue\'s 503 for core services', async () => {
   const runtime = withTranslatedErrors(fake(new RuntimeError('cannot reach Podman at /x.sock', true)));
-  await assert.rejects(runtime.ping(), (error: unknown) => error instanceof BerthError && error.status === 503 && /container runtime unavailable: cannot reach Podman/.test(error.message));
+  await assert.rejects(runtime.ping(), refused(/container runtime unavailable: cannot reach Podman/, 503));
 });
 
 test('other runtime failures and properties pass through unchanged', async () => {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { loadConfig } from '../../src/config.js';
-import { BerthError } from '../../src/errors.js';
 import { checkCpuShares, checkCpus, checkDisk, checkDuration, checkMemory, validateHooksTimeout, validateLimits } from '../../src/core/validation/limits.js';
+import { refused } from './support/refused.js';
 
 const config = loadConfig({
   SERVICE_AUTH_ENABLED: 'false',
@@ -11,10 +11,6 @@ const config = loadConfig({
   SERVICE_AGENT_MAX_CPUS: '4',
   SERVICE_AGENT_MAX_TIMEOUT: '4h',
 });
-
-function refused(pattern: RegExp) {
-  return (error: unknown) => error instanceof BerthError && error.status === 400 && pattern.test(error.message);
-}
 
 describe('memory', () => {
   const allowed: [string, number][] = [

@@ -1,11 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { BerthError } from '../../src/errors.js';
 import { validateWorkdir } from '../../src/core/validation/paths.js';
-
-function refused(pattern: RegExp) {
-  return (error: unknown) => error instanceof BerthError && error.status === 400 && pattern.test(error.message);
-}
+import { refused } from './support/refused.js';
 
 describe('workdir', () => {
   const allowed: [string, string][] = [

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { posix } from 'node:path';
 import { describe, it } from 'node:test';
 import { loadConfig, type Config } from '../../src/config.js';
-import { BerthError } from '../../src/errors.js';
 import type { RunRequest } from '../../src/core/run-request.js';
 import { validateRunRequest, type ValidationContext } from '../../src/core/validation/validate-run.js';
 import type { RealpathFs } from '../../src/core/validation/volumes.js';
+import { refused } from './support/refused.js';
 
 const SESSION = '123e4567-e89b-12d3-a456-426614174000';
 
@@ -57,11 +57,6 @@ function context(options: { config?: Config; secrets?: string[]; asked?: string[
       return secrets.has(name);
     },
   };
-}
-
-function refused(pattern: RegExp | string, status = 400) {
-  return (error: unknown) =>
-    error instanceof BerthError && error.status === status && (typeof pattern === 'string' ? error.message === pattern : pattern.test(error.message));
 }
 
 describe('validateRunRequest: a valid request', () => {

@@ -2,12 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { BerthError } from '../../src/errors.js';
 import { blockedVariableReason, checkSecretsEnv, isUsableSecret, secretsPolicy, validateSecretsEnv } from '../../src/core/validation/secrets-env.js';
+import { refused } from './support/refused.js';
 
 const policy = { reservedSecrets: ['engine-credentials'] };
-
-function refused(pattern: RegExp) {
-  return (error: unknown) => error instanceof BerthError && error.status === 400 && pattern.test(error.message);
-}
 
 describe('secrets_env variable names', () => {
   const allowed = ['GITHUB_TOKEN', 'github_token', '_PRIVATE', 'a', 'A1', 'NPM_TOKEN', 'OPENAI_API_KEY', 'TMPDIR', 'TZ', 'LANG', 'LDAP_PASSWORD',

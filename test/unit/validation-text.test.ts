@@ -4,10 +4,7 @@ import { BerthError } from '../../src/errors.js';
 import {
   checkHookCommands, checkModel, checkOptionalText, checkPrompt, checkSessionId, checkToolNames, checkWebhookUrl,
 } from '../../src/core/validation/text.js';
-
-function refused(pattern: RegExp, status = 400) {
-  return (error: unknown) => error instanceof BerthError && error.status === status && pattern.test(error.message);
-}
+import { refused } from './support/refused.js';
 
 describe('prompt', () => {
   const allowed = ['hello', 'line one\nline two\r\n\ttabbed', 'émoji 🚀 and 中文', ' padded ', '\u200b zero width', 'x'.repeat(100)];

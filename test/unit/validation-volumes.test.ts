@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { posix } from 'node:path';
 import { describe, it } from 'node:test';
-import { BerthError } from '../../src/errors.js';
 import {
   checkContainerPath, checkDistinctTargets, mountTargetReason, parseVolumeSpec, resolveAllowedHostPath, validateVolumes,
   type HostPathPolicy, type RealpathFs,
 } from '../../src/core/validation/volumes.js';
+import { refused } from './support/refused.js';
 
 /** An in-memory tree: directories, symlinks (absolute or relative targets) and paths whose access fails. */
 function fakeFs(tree: { dirs?: string[]; links?: Record<string, string>; failures?: Record<string, string> }): RealpathFs {
@@ -56,10 +56,6 @@ const policy: HostPathPolicy = {
   allowAllVolumes: false,
   protectedPaths: [{ path: '/var/lib/berth-service/data', name: 'SERVICE_DATA_DIR' }, { path: '/home/me/berth', name: 'SERVICE_AGENT_SESSIONS_DIR' }],
 };
-
-function refused(pattern: RegExp) {
-  return (error: unknown) => error instanceof BerthError && error.status === 400 && pattern.test(error.message);
-}
 
 async function hostPathOf(spec: string, p: HostPathPolicy = policy): Promise<string> {
   return resolveAllowedHostPath(parseVolumeSpec(spec, 'container.volumes[0]'), p, fs);
@@ -246,7 +242,7 @@ describe('relabelling (z/Z)', () => {
     for (const option of ['z', 'Z']) {
       await assert.rejects(
         validateVolumes([`/srv/projects/app:/mnt/app:${option}`], policy, fs),
-        (error: unknown) => error instanceof BerthError && error.status === 400 && /container\.volumes\[0\].*"(z|Z)".*SERVICE_AGENT_ALLOW_RELABEL/.test(error.message),
+        refused(/container\.volumes\[0\].*"(z|Z)".*SERVICE_AGENT_ALLOW_RELABEL/),
       );
     }
   });

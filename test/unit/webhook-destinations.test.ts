@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { LookupAddress } from 'node:dns';
 import { DestinationPolicy, type Lookup } from '../../src/core/webhooks/destination-policy.js';
-import { BerthError } from '../../src/errors.js';
+import { refused } from './support/refused.js';
 
 /** A resolver answering from a table; a function value answers anew on each lookup. */
 function resolver(answers: Record<string, string[] | (() => string[])>): Lookup {
@@ -23,9 +23,8 @@ function connectLookup(policy: DestinationPolicy, hostname: string, all = true):
   );
 }
 
-function refusedWebhookUrl(pattern: RegExp) {
-  return (error: unknown) => error instanceof BerthError && error.status === 400 && /^webhook_url: /.test(error.message) && pattern.test(error.message);
-}
+/** A 400 about the webhook_url field whose message also matches `pattern`. */
+const refusedWebhookUrl = (pattern: RegExp) => (error: unknown) => refused(/^webhook_url: /)(error) && refused(pattern)(error);
 
 describe('internal addresses are denied by default', () => {
   const policy = new DestinationPolicy([]);

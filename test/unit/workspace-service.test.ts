@@ -8,6 +8,7 @@ import { after, beforeEach, describe, it } from 'node:test';
 import { BerthError } from '../../src/errors.js';
 import { SqliteWorkspaceStore } from '../../src/store/workspaces/sqlite-workspace-store.js';
 import { WorkspaceService, type MountedWorkspaceDisk, type OpenWorkspace, type WorkspaceDiskPort } from '../../src/core/workspaces/workspace-service.js';
+import { refused } from './support/refused.js';
 
 const root = await mkdtemp(join(tmpdir(), 'berth-workspace-service-'));
 after(() => rm(root, { recursive: true, force: true }));
@@ -237,7 +238,7 @@ describe('without disks (rootless Berth)', () => {
   it('every operation answers 503 saying workspaces need a rootful Berth', async () => {
     const rootless = build({ disks: undefined });
     for (const call of [rootless.create('alice'), rootless.list('alice'), rootless.get('alice', '00000000-0000-4000-8000-000000000001')]) {
-      await assert.rejects(call, (error: unknown) => error instanceof BerthError && error.status === 503 && /rootful Berth/.test(error.message));
+      await assert.rejects(call, refused(/rootful Berth/, 503));
     }
     assert.equal(await rootless.sessionWorkspace('s'), undefined, 'sessions simply get none');
   });
