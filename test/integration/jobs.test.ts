@@ -193,7 +193,9 @@ describe('async jobs', () => {
       created_at: done.created_at, finished_at: done.finished_at,
     });
     assert.equal(first!.headers['x-service-timestamp'], String(Math.floor(Date.parse(done.finished_at) / 1000)));
-    await delay(500);
+    // The next retry would come 2 × 300 ms after the 2xx (SERVICE_WEBHOOK_RETRY_BASE_DELAY=300ms, doubling);
+    // waiting over three times that long leaves it no room to hide.
+    await delay(2_000);
     assert.equal(receiver.of(job_id).length, 2, 'a 2xx ends the delivery');
   });
 
