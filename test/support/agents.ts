@@ -2,10 +2,13 @@
 import assert from 'node:assert/strict';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { TestBerth } from './berth.js';
+import { messagesIn, readSse } from './sse.js';
 
 export interface Frame {
   readonly event: string;
   readonly data: any;
+  /** The frame's `id:` line (its id in the event log), when it has one. */
+  readonly id?: number;
 }
 
 /** Follows an agent's event stream, collecting frames until it ends or `until` is satisfied. */
@@ -16,26 +19,17 @@ export function follow(url: string, until: (frames: Frame[]) => boolean = () => 
   const done = (async () => {
     const response = await ready;
     assert.equal(response.status, 200);
-    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
-    let buffer = '';
     try {
-      for (;;) {
-        const { value, done: ended } = await reader.read();
-        if (ended) return frames;
-        buffer += value;
-        let end: number;
-        while ((end = buffer.indexOf('\n\n')) >= 0) {
-          const block = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          const event = /^event: (.*)$/m.exec(block)?.[1];
-          const data = /^data: (.*)$/m.exec(block)?.[1];
-          if (event !== undefined && data !== undefined) frames.push({ event, data: JSON.parse(data) });
+      for await (const pieces of readSse(response)) {
+        for (const { event, data, id } of messagesIn(pieces)) {
+          if (event !== undefined) frames.push({ event, data: JSON.parse(data), ...(id !== undefined ? { id: Number(id) } : {}) });
         }
         if (until(frames)) {
           controller.abort();
           return frames;
         }
       }
+      return frames;
     } catch (error) {
       if (controller.signal.aborted) return frames;
       throw error;
