@@ -44,7 +44,8 @@ for (const pool of ['on', 'off'] as const) {
       const response = await t.request('POST', '/run', {
         prompt: [
           'run: ls /opt/claude',
-          'run: cat /sys/fs/cgroup/memory/memory.limit_in_bytes',
+          // cgroup v2 (Debian 12's default) names the limit memory.max; v1 (this CI host) memory.limit_in_bytes.
+          'run: cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes',
           'run: pwd',
           'run: test -n "$ANTHROPIC_API_KEY" && echo credential-set',
           'run: id -u',
