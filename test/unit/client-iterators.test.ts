@@ -65,6 +65,32 @@ test('events() reconnects after a dropped stream and ends at exited', async () =
   assert.equal(connections, 2);
 });
 
+test('events() reconnects with Last-Event-ID, the id of the last event it yielded', async () => {
+  const lastEventIds: (string | null)[] = [];
+  const { berth } = berthWith((_url, request) => {
+    lastEventIds.push(request.headers.get('last-event-id'));
+    if (lastEventIds.length === 1) return sse('id: 7\nevent: turn_start\ndata: {"type":"turn_start","turn_id":"t1","at":"a"}\n\nid: 9\nevent: output\ndata: {"type":"output","turn_id":"t1","content":"x","at":"b"}\n\n');
+    return sse('id: 12\nevent: turn_end\ndata: {"type":"turn_end","turn_id":"t1","at":"c"}\n\nid: 13\nevent: exited\ndata: {"type":"exited","turn_id":"t1","content":"agent: stopped","at":"d"}\n\nevent: closed\ndata: {}\n\n');
+  });
+  const events = await collect(berth.agents.events('agent-1'));
+  assert.deepEqual(lastEventIds, [null, '9'], 'a first connection asks for live events; the reconnection resumes after 9');
+  assert.deepEqual(events.map((e: AgentEvent) => [e.id, e.type]), [[7, 'turn_start'], [9, 'output'], [12, 'turn_end'], [13, 'exited']]);
+});
+
+test('events() resumes from a lastEventId given by the caller and yields an events_lost notice as it comes', async () => {
+  const lastEventIds: (string | null)[] = [];
+  const { berth } = berthWith((_url, request) => {
+    lastEventIds.push(request.headers.get('last-event-id'));
+    return sse('event: events_lost\ndata: {"type":"events_lost","after":3,"lost_through":40,"at":"a"}\n\nid: 41\nevent: exited\ndata: {"type":"exited","content":"gone","at":"b"}\n\n');
+  });
+  const events = await collect(berth.agents.events('agent-1', { lastEventId: 3 }));
+  assert.deepEqual(lastEventIds, ['3']);
+  assert.deepEqual(events, [
+    { type: 'events_lost', after: 3, lost_through: 40, at: 'a' },
+    { type: 'exited', content: 'gone', at: 'b', id: 41 },
+  ]);
+});
+
 test('events() ends at closed, whose data is empty', async () => {
   const { berth } = berthWith(() => sse('event: closed\ndata: {}\n\n'));
   assert.deepEqual(await collect(berth.agents.events('agent-1')), [{ type: 'closed' }]);

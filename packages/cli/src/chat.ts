@@ -25,9 +25,10 @@ export async function chat(context: Context, id: string, options: { rm?: boolean
 
   let leave!: (leaving: Leaving) => void;
   const left = new Promise<Leaving>((resolve) => (leave = resolve));
-  // Events are not replayed, so no line is sent before the stream is open (Berth subscribes before it
-  // answers): piped input would otherwise send its first turn before the subscription, and its output
-  // would never be shown.
+  // A first connection gets live events only, so no line is sent before the stream is open (Berth
+  // subscribes before it answers): piped input would otherwise send its first turn before the subscription,
+  // and its output would never be shown. Once open, a dropped stream is reconnected with Last-Event-ID
+  // (@berth/client), so nothing sent while it was down is missed.
   let connected!: () => void;
   const open = new Promise<void>((resolve) => (connected = resolve));
   const events = berth.agents.events(id, { signal: following.signal, onConnect: () => connected() });
@@ -116,6 +117,8 @@ class Conversation {
       this.out.write(`${styled(this.out, 'red', event.content ?? 'error')}\n`);
       // The engine's stderr lines are errors too; a failed turn's error comes after its result line.
       if (ours && this.turn!.resultSeen) this.ended('── turn failed ──');
+    } else if (event.type === 'events_lost') {
+      this.out.write(`${styled(this.out, 'dim', '── some events were sent while the stream was down and are no longer kept by Berth ──')}\n`);
     } else if (event.type === 'exited') {
       this.leave({ reason: 'exited', why: event.content ?? 'no reason given' });
     }

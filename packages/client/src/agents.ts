@@ -1,7 +1,9 @@
 // Persistent agents: spawn, list, read, send a turn, stop, and follow their events. events() is an async
 // iterator over GET /agents/{id}/stream that reconnects, with back-off, when the stream drops, until the
-// agent exits, the stream is closed by Berth, or the caller aborts. Events sent while disconnected are
-// not replayed by Berth: a reconnected iterator resumes with the next event.
+// agent exits, the stream is closed by Berth, or the caller aborts. It reconnects with Last-Event-ID (the
+// id of the last event it yielded), so Berth sends the events sent while it was disconnected first: none
+// is missed or yielded twice, also across a restart of Berth, as long as Berth still keeps them (an
+// `events_lost` event says when it does not).
 
 import { answer, type Api } from './api.js';
 import { backoffDelay, delay, type BackoffOptions } from './delay.js';
@@ -22,6 +24,11 @@ export interface AgentEventsOptions extends CallOptions {
   onConnect?: () => void;
   /** Called before each reconnection attempt, with why the stream was lost. */
   onReconnect?: (attempt: number, reason: unknown) => void;
+  /**
+   * Resume after this event id (one a previous iteration yielded, kept by the caller): the first connection
+   * already asks for what followed it. `0`: every event Berth keeps. Default: live events from now on.
+   */
+  lastEventId?: number;
 }
 
 export class Agents {
@@ -56,17 +63,22 @@ export class Agents {
   /** The agent's events as they happen, until it exits or the stream is closed (see the file's comment). */
   async *events(id: string, options: AgentEventsOptions = {}): AsyncGenerator<AgentEvent, void, undefined> {
     const { signal, reconnect = true, onConnect, onReconnect } = options;
+    let lastEventId = options.lastEventId;
     let failures = 0;
     for (;;) {
       let lost: unknown;
       try {
-        const body = answer(await this.api.GET('/agents/{id}/stream', { params: { path: { id } }, parseAs: 'stream', signal }));
+        const headers = lastEventId === undefined ? {} : { 'last-event-id': String(lastEventId) };
+        const body = answer(await this.api.GET('/agents/{id}/stream', { params: { path: { id } }, headers, parseAs: 'stream', signal }));
         onConnect?.();
         for await (const message of readSse(body)) {
           const type = (message.event ?? 'message') as AgentEventType;
           const data = message.data === '' ? {} : (JSON.parse(message.data) as Omit<AgentEvent, 'type'>);
           failures = 0;
-          yield { ...data, type };
+          // Berth's ids are whole numbers; anything else (a proxy's own stream) is not resumed from.
+          const eventId = message.id !== undefined && /^\d+$/.test(message.id) ? Number(message.id) : undefined;
+          if (eventId !== undefined) lastEventId = eventId;
+          yield { ...data, type, ...(eventId !== undefined ? { id: eventId } : {}) };
           if (FINAL_EVENTS.has(type)) return;
         }
         lost = new BerthNetworkError(`the event stream of agent ${id} ended without closed or exited`);

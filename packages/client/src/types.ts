@@ -96,7 +96,7 @@ export interface SpawnRequest extends Body<'/agents', 'post'> {}
 export interface SentTurn extends Answer<'/agents/{id}/send', 'post'> {}
 
 /** The kinds of event on an agent's stream. */
-export type AgentEventType = 'turn_start' | 'output' | 'turn_end' | 'error' | 'exited' | 'closed';
+export type AgentEventType = 'turn_start' | 'output' | 'turn_end' | 'error' | 'exited' | 'closed' | 'events_lost';
 
 /** One event of GET /agents/{id}/stream. */
 export interface AgentEvent {
@@ -110,6 +110,15 @@ export interface AgentEvent {
   content?: string;
   /** When it happened (ISO 8601; absent on `closed`). */
   at?: string;
+  /**
+   * Its id in Berth's event log (the SSE `id:` line): ids grow; `events()` reconnects with the last one it
+   * got, so Berth sends what was missed. Absent on `closed` and `events_lost`.
+   */
+  id?: number;
+  /** `events_lost`: the last id this stream had when it asked to resume. */
+  after?: number;
+  /** `events_lost`: the newest id among the events Berth no longer keeps (SERVICE_EVENTS_MAX_PER_STREAM, SERVICE_EVENTS_MAX_AGE). */
+  lost_through?: number;
 }
 
 // Images
