@@ -239,21 +239,32 @@ describe('fault injection: every fault × every mode, nothing lost, nothing left
       async inject({ svc }) {
         const filler = join(svc.dir, 'data', 'filler');
         execFileSync('sh', ['-c', `cat /dev/zero > ${filler} 2>/dev/null || true`]);
-        // While the disk is full the runs in flight end, and a new job is either refused as such or (SQLite
-        // found room in its write-ahead log) accepted, and then it must finish like any other.
-        const late = await svc.api('POST', '/run/async', { prompt: 'say: submitted on a full disk' });
-        if (late.status !== 200) {
-          assert.equal(late.status, 503, JSON.stringify(late.body));
-          assert.match(late.body.error, /disk is full/);
+        // While the disk is full the runs in flight end, and new jobs are refused as such: 503
+        // BERTH_ERR_STORAGE_FULL. SQLite may still find room for one in pages its write-ahead log already
+        // holds, so each job carries ~0.9 MB (a comment line the offline model ignores) and they keep coming
+        // until one is refused; those accepted before must then finish like any other.
+        const padding = `\n${'#'.repeat(900_000)}`;
+        const accepted: string[] = [];
+        let refused: { status: number; body: any } | undefined;
+        for (let i = 0; i < 30 && refused === undefined; i++) {
+          const late = await svc.api('POST', '/run/async', { prompt: `say: submitted on a full disk${padding}` });
+          if (late.status === 200) accepted.push(late.body.job_id as string);
+          else refused = late;
         }
+        assert.ok(refused, `a full disk refuses new jobs (${accepted.length} accepted)`);
+        assert.equal(refused.status, 503, JSON.stringify(refused.body));
+        // BERTH_ERR_STORAGE_FULL, named after the store that could not write: the job's workspace index or the
+        // job database (whichever the job reaches first with the disk full).
+        assert.deepEqual(Object.keys(refused.body).sort(), ['error', 'status']);
+        assert.match(refused.body.error, /^the (job database|workspace index) cannot be written: its disk is full \(SERVICE_DATA_DIR\); retry once space is freed$/);
         await delay(9_000);
         await rm(filler);
-        if (late.status === 200) {
-          const finished = await waitFor('the job submitted on a full disk', async () => {
-            const { body } = await svc.api('GET', `/jobs/${late.body.job_id}`);
+        for (const id of accepted) {
+          const finished = await waitFor('a job submitted on a full disk', async () => {
+            const { body } = await svc.api('GET', `/jobs/${id}`);
             return FINISHED.has(body.status) ? body : undefined;
           }, 60_000);
-          assert.equal(finished.status, 'completed', JSON.stringify(finished));
+          assert.equal(finished.status, 'completed', JSON.stringify(finished).slice(0, 500));
         }
       },
       expect: {
