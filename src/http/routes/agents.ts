@@ -4,31 +4,11 @@ import { requestCaller } from '../caller.js';
 import type { FastifyInstance } from 'fastify';
 import { once } from 'node:events';
 import { Type, type Static } from '@sinclair/typebox';
-import { EngineOptionsSchema, NetworkSchema } from '../../core/run-request.js';
 import type { AgentService } from '../../core/agents/agent-service.js';
-import { AGENT_STATUSES } from '../../core/agents/agent-types.js';
+import { AgentSnapshotSchema, AgentSpawnRequestSchema, type AgentSpawnRequest } from '../../core/agents/agent-types.js';
 import { errors } from '../../errors.js';
 import { errorResponses, EXAMPLE_SESSION_ID, SLOT_REFUSALS, withExample } from '../schemas.js';
 import { lastEventIdOf, streamEvents, type SseOptions } from '../sse.js';
-
-const AgentSnapshotSchema = Type.Object({
-  id: Type.String({ description: 'Agent id, prefix agent-' }),
-  session_id: Type.String({ format: 'uuid' }),
-  status: Type.Union(AGENT_STATUSES.map((status) => Type.Literal(status)), {
-    description: 'starting (container booting; send is 503), idle (takes a turn), generating (a turn runs; send is 409), exited (send is 410)',
-  }),
-  created_at: Type.String({ format: 'date-time' }),
-  last_activity_at: Type.String({ format: 'date-time', description: 'Updated on every send and at the end of every turn.' }),
-  idle_timeout_seconds: Type.Integer({ description: 'Effective idle timeout.' }),
-  turns_completed: Type.Integer({ description: 'Turns that ended with turn_end.' }),
-  idle_timeout_disabled: Type.Optional(Type.Literal(true, { description: 'Present only when the idle watchdog is disabled.' })),
-  exit_error: Type.Optional(
-    Type.String({
-      description:
-        'Why the agent stopped, set once it has exited: `agent: idle timeout reached`, `agent: stopped by DELETE /agents/:id`, `agent: stopped because the service is shutting down`, `agent: the engine did not become ready in time`, or the engine\'s exit code and last stderr line.',
-    }),
-  ),
-});
 
 const EXAMPLE_AGENT_ID = 'agent-1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d';
 const EXAMPLE_SNAPSHOT = {
@@ -41,28 +21,6 @@ const EXAMPLE_SNAPSHOT = {
   turns_completed: 1,
 };
 const agentNotFound = errors.agentNotFound('<id>');
-
-const SpawnBodySchema = Type.Object(
-  {
-    prompt: Type.Optional(Type.String({ description: 'Optional first turn, sent as soon as the engine is ready.' })),
-    workdir: Type.Optional(Type.String({ description: 'Working directory inside the container. Default /workspace.' })),
-    workspace: Type.Optional(
-      Type.String({ description: 'A workspace of the caller (UUID) mounted read-write at the workdir; the agent holds it until it exits. Without one, a new session gets a workspace of its own.' }),
-    ),
-    idle_timeout_seconds: Type.Optional(
-      Type.Integer({ minimum: 0, maximum: 31_536_000, description: 'Idle timeout in seconds; 0 keeps the default (SERVICE_AGENT_IDLE_TIMEOUT, 1800).' }),
-    ),
-    disable_idle_timeout: Type.Optional(Type.Boolean({ description: 'No idle watchdog: the agent lives until DELETE or service shutdown.' })),
-    engine: Type.Optional(EngineOptionsSchema),
-    container: Type.Optional(
-      Type.Object(
-        { network: Type.Optional(NetworkSchema) },
-        { additionalProperties: false, description: 'Of the container options only `network` applies to an agent (its egress policy, as on POST /run); the others are the server\'s defaults.' },
-      ),
-    ),
-  },
-  { additionalProperties: false },
-);
 
 const SendBodySchema = Type.Object({ prompt: Type.String({ description: 'The turn\'s text.' }) }, { additionalProperties: false });
 const IdParams = Type.Object({ id: Type.String({ description: 'Agent id, prefix agent-' }) });
@@ -87,12 +45,15 @@ const EVENTS = [
 
 const EXAMPLE_TURN = 'turn-9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a';
 const EXAMPLE_EVENTS = [
+  'id: 1041',
   'event: turn_start',
   `data: {"type":"turn_start","turn_id":"${EXAMPLE_TURN}","at":"2030-01-01T12:01:00.000Z"}`,
   '',
+  'id: 1042',
   'event: output',
   `data: {"type":"output","turn_id":"${EXAMPLE_TURN}","content":"{\\"type\\":\\"assistant\\",…}","at":"2030-01-01T12:01:02.120Z"}`,
   '',
+  'id: 1043',
   'event: turn_end',
   `data: {"type":"turn_end","turn_id":"${EXAMPLE_TURN}","at":"2030-01-01T12:01:04.870Z"}`,
   '',
@@ -107,7 +68,7 @@ export interface AgentRouteDependencies {
 export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDependencies): void {
   const { agents } = deps;
 
-  app.post<{ Body: Static<typeof SpawnBodySchema> }>(
+  app.post<{ Body: AgentSpawnRequest }>(
     '/agents',
     {
       schema: {
@@ -115,7 +76,7 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDepend
         summary: 'Spawn a persistent agent (one engine process in one container)',
         description:
           'Answers at once with status starting; the agent becomes idle when the engine is ready. The engine always reads and writes stream-json and runs verbose; the other engine options apply as on POST /run; of the container options only `container.network` (the agent\'s egress policy) is accepted. A session the agent creates is hidden: GET /sessions does not list it and its messages are not served.',
-        body: withExample(SpawnBodySchema, { prompt: 'Read the failing test and fix it', workdir: '/work/project', idle_timeout_seconds: 600, engine: { model: 'sonnet' } }),
+        body: withExample(AgentSpawnRequestSchema, { prompt: 'Read the failing test and fix it', workdir: '/work/project', idle_timeout_seconds: 600, engine: { model: 'sonnet' } }),
         response: {
           200: withExample(AgentSnapshotSchema, { ...EXAMPLE_SNAPSHOT, status: 'starting', last_activity_at: EXAMPLE_SNAPSHOT.created_at, idle_timeout_seconds: 600, turns_completed: 0 }),
           ...errorResponses(

@@ -3284,12 +3284,18 @@ export interface paths {
         };
         /**
          * Follow an agent's events as Server-Sent Events
-         * @description Each frame is `event: <type>` and `data: <JSON>` with type, turn_id, content, at. turn_start: a send was accepted; output: one engine stdout line, verbatim, in content (a line over 10 MiB is replaced by {"type":"berth_truncated",...}); turn_end: the turn completed; error: the engine wrote to stderr or the turn failed (content is the text); exited: the agent stopped (content is its exit_error); closed: the stream ends (data {}). Each subscriber has a buffer of 32 events; events for a subscriber whose buffer is full are dropped. Comment lines `: ping` are heartbeats.
+         * @description Each frame is `id: <n>` (the event's id in the event log, growing), `event: <type>` and `data: <JSON>` with type, turn_id, content, at. turn_start: a send was accepted; output: one engine stdout line, verbatim, in content (a line over 10 MiB is replaced by {"type":"berth_truncated",...}); turn_end: the turn completed; error: the engine wrote to stderr or the turn failed (content is the text); exited: the agent stopped (content is its exit_error); closed: the stream ends (data {}, no id). A client that reconnects with the header `Last-Event-ID: <the last id it got>` (or `?last_event_id=`) is first sent the events it missed, then live ones, none twice; `0` replays every event kept (SERVICE_EVENTS_MAX_PER_STREAM, SERVICE_EVENTS_MAX_AGE). When some it missed are no longer kept, an `events_lost` frame (no id) with after and lost_through comes first, then what is kept. Each subscriber has a buffer of 32 events; a subscriber that falls behind is sent what its buffer dropped again from the event log. Comment lines `: ping` are heartbeats.
          */
         get: {
             parameters: {
-                query?: never;
-                header?: never;
+                query?: {
+                    /** @description As the Last-Event-ID header, for clients that cannot set one; the header wins when both are given. */
+                    last_event_id?: string;
+                };
+                header?: {
+                    /** @description The id of the last event received: the events after it that are kept are sent first. */
+                    "last-event-id"?: string;
+                };
                 path: {
                     /** @description Agent id, prefix agent- */
                     id: string;
@@ -3298,23 +3304,35 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Each frame is `event: <type>` and `data: <JSON>` with type, turn_id, content, at. turn_start: a send was accepted; output: one engine stdout line, verbatim, in content (a line over 10 MiB is replaced by {"type":"berth_truncated",...}); turn_end: the turn completed; error: the engine wrote to stderr or the turn failed (content is the text); exited: the agent stopped (content is its exit_error); closed: the stream ends (data {}). Each subscriber has a buffer of 32 events; events for a subscriber whose buffer is full are dropped. Comment lines `: ping` are heartbeats. */
+                /** @description Each frame is `id: <n>` (the event's id in the event log, growing), `event: <type>` and `data: <JSON>` with type, turn_id, content, at. turn_start: a send was accepted; output: one engine stdout line, verbatim, in content (a line over 10 MiB is replaced by {"type":"berth_truncated",...}); turn_end: the turn completed; error: the engine wrote to stderr or the turn failed (content is the text); exited: the agent stopped (content is its exit_error); closed: the stream ends (data {}, no id). A client that reconnects with the header `Last-Event-ID: <the last id it got>` (or `?last_event_id=`) is first sent the events it missed, then live ones, none twice; `0` replays every event kept (SERVICE_EVENTS_MAX_PER_STREAM, SERVICE_EVENTS_MAX_AGE). When some it missed are no longer kept, an `events_lost` frame (no id) with after and lost_through comes first, then what is kept. Each subscriber has a buffer of 32 events; a subscriber that falls behind is sent what its buffer dropped again from the event log. Comment lines `: ping` are heartbeats. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         /**
-                         * @example event: turn_start
+                         * @example id: 1041
+                         *     event: turn_start
                          *     data: {"type":"turn_start","turn_id":"turn-9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a","at":"2030-01-01T12:01:00.000Z"}
                          *
+                         *     id: 1042
                          *     event: output
                          *     data: {"type":"output","turn_id":"turn-9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a","content":"{\"type\":\"assistant\",…}","at":"2030-01-01T12:01:02.120Z"}
                          *
+                         *     id: 1043
                          *     event: turn_end
                          *     data: {"type":"turn_end","turn_id":"turn-9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a","at":"2030-01-01T12:01:04.870Z"}
                          */
                         "text/event-stream": string;
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
                 /** @description Every error: a message saying what was wrong, and status "error". */
