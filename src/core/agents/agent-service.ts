@@ -24,9 +24,6 @@ import { RunSlot, type ContainerSlots } from '../runs/container-slots.js';
 import { TurnNotTaken } from './turns-input.js';
 import { formatDuration } from '../../units.js';
 
-/** How long an exited agent stays listed across restarts (until DELETE otherwise). */
-const EXITED_AGENT_RETENTION_MS = 24 * 3_600_000;
-
 /** The body of POST /agents, as the wire schema shapes it. */
 export interface AgentSpawnRequest {
   readonly prompt?: string;
@@ -56,6 +53,7 @@ export interface AgentServiceDependencies {
   readonly container: AgentContainerDependencies;
   readonly defaultIdleTimeoutSeconds: number;
   readonly idleTickMs: number;
+  /** How long an exited agent's record stays readable (SERVICE_AGENT_EXITED_RETENTION), also across a restart. */
   readonly exitedRetentionMs: number;
   readonly maxPromptBytes: number;
   /** How long a turn may wait for the engine to read it (SERVICE_AGENT_SEND_TIMEOUT); then the agent is stopped. */
@@ -210,7 +208,7 @@ export class AgentService {
     const { store } = this.deps;
     if (!store) return;
     const now = (this.deps.now ?? Date.now)();
-    store.removeExitedBefore(new Date(now - EXITED_AGENT_RETENTION_MS).toISOString());
+    store.removeExitedBefore(new Date(now - this.deps.exitedRetentionMs).toISOString());
     // Agents that had exited (a graceful stop, their idle timeout) are listed as they ended, until DELETE
     // or the retention passes: a client that comes back learns why its agent is gone.
     for (const record of store.exited()) {
