@@ -5,14 +5,14 @@ import type { Caller } from '../auth/caller.js';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { BerthError, errors } from '../../errors.js';
-import type { EngineOptions, RunRequest } from '../run-request.js';
+import type { RunRequest } from '../run-request.js';
 import type { AcceptedRun, BudgetAdmission } from '../runs/run-service.js';
 import { engineHolder } from '../gateway/grant-holder.js';
 import { checkPrompt } from '../validation/text.js';
 import { Agent, type AgentOptions } from './agent.js';
 import { READY_REQUEST } from '../../engine/stream-json-input.js';
 import { AgentContainer, type AgentContainerDependencies } from './agent-container.js';
-import { AGENT_STATUSES, EXIT_REASONS, type AgentSnapshot, type AgentStatus } from './agent-types.js';
+import { AGENT_STATUSES, EXIT_REASONS, type AgentSnapshot, type AgentSpawnRequest, type AgentStatus } from './agent-types.js';
 import { eventStreams, type EventLog } from '../../store/events/event-log.js';
 import { StreamRecorder } from '../events/stream-recorder.js';
 import { replayThenLive, type EventsLostEvent } from '../events/replay.js';
@@ -23,19 +23,6 @@ import type { AgentRecord, AgentStore } from '../../store/agents/agent-store.js'
 import { RunSlot, type ContainerSlots } from '../runs/container-slots.js';
 import { TurnNotTaken } from './turns-input.js';
 import { formatDuration } from '../../units.js';
-
-/** The body of POST /agents, as the wire schema shapes it. */
-export interface AgentSpawnRequest {
-  readonly prompt?: string;
-  readonly workdir?: string;
-  /** A workspace of the caller at the workdir, held until the agent exits (core/runs/run-workspace.ts). */
-  readonly workspace?: string;
-  readonly idle_timeout_seconds?: number;
-  readonly disable_idle_timeout?: boolean;
-  readonly engine?: EngineOptions;
-  /** Only the egress policy of the container options applies to an agent. */
-  readonly container?: { readonly network?: NonNullable<RunRequest['container']>['network'] };
-}
 
 export interface AgentServiceDependencies {
   /** Validation, image check and session taking, shared with runs. */

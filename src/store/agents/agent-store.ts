@@ -2,8 +2,9 @@
 // container and session again and to show the same snapshot (id, session, owner, options, timestamps,
 // turn count, status). One implementation, SQLite (sqlite-agent-store.ts).
 
-export const AGENT_RECORD_STATUSES = ['starting', 'idle', 'generating', 'exited'] as const;
-export type AgentRecordStatus = (typeof AGENT_RECORD_STATUSES)[number];
+/** An agent's statuses, the store's and the API's alike (core/agents/agent-types.ts re-exports them). */
+export const AGENT_STATUSES = ['starting', 'idle', 'generating', 'exited'] as const;
+export type AgentStatus = (typeof AGENT_STATUSES)[number];
 
 export interface AgentRecord {
   readonly id: string;
@@ -16,7 +17,7 @@ export interface AgentRecord {
   readonly persistent: boolean;
   readonly idleTimeoutSeconds: number;
   readonly idleTimeoutDisabled: boolean;
-  readonly status: AgentRecordStatus;
+  readonly status: AgentStatus;
   readonly currentTurn: string | null;
   readonly turnsCompleted: number;
   readonly turnsEnded: number;

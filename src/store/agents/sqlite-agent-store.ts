@@ -2,7 +2,7 @@
 // Writes are small and synchronous (better-sqlite3): one per status change of an agent.
 import type Database from 'better-sqlite3';
 import { openDatabase } from '../sqlite.js';
-import type { AgentProgress, AgentRecord, AgentRecordStatus, AgentStore } from './agent-store.js';
+import type { AgentProgress, AgentRecord, AgentStatus, AgentStore } from './agent-store.js';
 
 const MIGRATIONS = new URL('./migrations/', import.meta.url);
 
@@ -17,7 +17,7 @@ interface AgentRow {
   persistent: number;
   idle_timeout_seconds: number;
   idle_timeout_disabled: number;
-  status: AgentRecordStatus;
+  status: AgentStatus;
   current_turn: string | null;
   turns_completed: number;
   turns_ended: number;
