@@ -10,6 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { startTestBerth, type TestBerth } from '../support/berth.js';
 import { podman, startTestRegistry, type TestRegistry } from '../support/registry.js';
 import { startThrottledProxy, type ThrottledProxy } from '../support/throttled-proxy.js';
+import { sseData } from '../support/sse.js';
 
 const AGENT_IMAGE = 'localhost/berth-agent:0.1.0-alpha';
 const MUSL_IMAGE = 'localhost/berth-test-musl:latest';
@@ -82,11 +83,7 @@ interface PullFrame {
   [field: string]: unknown;
 }
 
-const framesOf = (text: string): PullFrame[] =>
-  text
-    .split('\n\n')
-    .filter((block) => block.startsWith('data: '))
-    .map((block) => JSON.parse(block.slice('data: '.length)) as PullFrame);
+const framesOf = (text: string): PullFrame[] => sseData<PullFrame>(text);
 
 /** POST /images/pull asking for the event stream, read to its end. */
 async function streamedPull(body: unknown, signal?: AbortSignal) {

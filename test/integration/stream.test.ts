@@ -3,6 +3,7 @@ import { after, afterEach, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as delay } from 'node:timers/promises';
 import { startTestBerth, type TestBerth } from '../support/berth.js';
+import { readSse } from '../support/sse.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -16,26 +17,13 @@ interface Piece {
 /** Reads an event stream piece by piece until it ends, `stop` says so, or the signal aborts. */
 async function readStream(response: Response, stop: (pieces: Piece[]) => boolean | Promise<boolean> = () => false): Promise<Piece[]> {
   const pieces: Piece[] = [];
-  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) return pieces;
-    buffer += value;
-    let end: number;
-    while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      for (const line of block.split('\n')) {
-        if (line.startsWith('data: ')) pieces.push({ at: Date.now(), frame: JSON.parse(line.slice(6)) });
-        else if (line.startsWith(':')) pieces.push({ at: Date.now(), comment: line.slice(1).trim() });
-      }
+  for await (const read of readSse(response)) {
+    for (const piece of read) {
+      pieces.push(piece.kind === 'message' ? { at: Date.now(), frame: JSON.parse(piece.message.data) } : { at: Date.now(), comment: piece.comment });
     }
-    if (await stop(pieces)) {
-      await reader.cancel();
-      return pieces;
-    }
+    if (await stop(pieces)) return pieces;
   }
+  return pieces;
 }
 
 const frames = (pieces: Piece[]) => pieces.filter((p) => p.frame !== undefined).map((p) => p.frame);

@@ -1,6 +1,7 @@
 // Concurrent mixed load against a running Berth, as many callers would send it: sync runs, async jobs
 // polled to their end, and streams read to their last frame. Used by the concurrency test, the
 // newcomer test and the benchmark.
+import { sseData } from './sse.js';
 
 export type LoadMode = 'sync' | 'async' | 'stream';
 
@@ -73,10 +74,7 @@ async function runOne(options: LoadOptions, mode: LoadMode, prompt: string): Pro
       const response = await fetch(`${options.url}/run/stream?${new URLSearchParams({ prompt })}`, { headers: options.headers });
       if (response.status !== 200) throw new Error(`GET /run/stream: ${response.status} ${await response.text()}`);
       const text = await response.text();
-      const frames = text
-        .split('\n')
-        .filter((line) => line.startsWith('data: '))
-        .map((line) => JSON.parse(line.slice(6)) as { type: string; content?: string; error?: string });
+      const frames = sseData<{ type: string; content?: string; error?: string }>(text);
       const last = frames.at(-1);
       if (last?.type !== 'done') throw new Error(`stream ended with ${JSON.stringify(last)}`);
       return frames.filter((f) => f.type === 'output').map((f) => f.content ?? '').join('');

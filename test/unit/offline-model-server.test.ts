@@ -1,6 +1,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startOfflineModel, type OfflineModel } from '../../src/offline-model/server.js';
+import { messagesIn, readSse } from '../support/sse.js';
 
 const KEY = 'test-key';
 let model: OfflineModel;
@@ -37,18 +38,8 @@ function post(path: string, payload: unknown, headers: Record<string, string> = 
 /** Reads the SSE body as it arrives, noting when each frame came in. */
 async function frames(response: Response): Promise<Frame[]> {
   const result: Frame[] = [];
-  const decoder = new TextDecoder();
-  let buffer = '';
-  for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
-    buffer += decoder.decode(chunk, { stream: true });
-    let end: number;
-    while ((end = buffer.indexOf('\n\n')) !== -1) {
-      const raw = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const event = /^event: (.*)$/m.exec(raw)?.[1] ?? '';
-      const data = JSON.parse(/^data: (.*)$/m.exec(raw)?.[1] ?? 'null');
-      result.push({ event, data, at: performance.now() });
-    }
+  for await (const pieces of readSse(response)) {
+    for (const { event, data } of messagesIn(pieces)) result.push({ event: event ?? '', data: JSON.parse(data), at: performance.now() });
   }
   return result;
 }
