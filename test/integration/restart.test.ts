@@ -41,6 +41,11 @@ describe('work across restarts and shutdown modes', { timeout: 600_000 }, () => 
     }
   };
 
+  /** A container's state (running, exited, ...) through the podman CLI. */
+  const stateOf = (name: string) => execFileSync('podman', ['inspect', '--format', '{{.State.Status}}', name], { encoding: 'utf8' }).trim();
+  /** The command lines of a container's processes, one a line. */
+  const processesOf = (name: string) => execFileSync('podman', ['top', name, 'args'], { encoding: 'utf8' });
+
   /** Sends a turn and waits for its turn_end on the agent's stream; returns the output text. */
   async function turn(id: string, prompt: string): Promise<string> {
     const stream = follow(`${svc.url()}/agents/${id}/stream`);
@@ -220,13 +225,20 @@ describe('work across restarts and shutdown modes', { timeout: 600_000 }, () => 
 
   test('a job whose container exited while the service was down is finished from its log; one whose container is gone crashes', async () => {
     await svc.start();
-    const quick = await svc.api('POST', '/run/async', { prompt: 'run: /bin/sleep 3\nsay: finished while nobody watched' });
+    const quick = await svc.api('POST', '/run/async', { prompt: 'run: /bin/sleep 600' });
     const lost = await svc.api('POST', '/run/async', { prompt: 'run: /bin/sleep 600' });
     const [quickId, lostId] = [quick.body.job_id as string, lost.body.job_id as string];
     await waitFor('both job containers to run', async () => svc.containers().length === 2 || undefined);
-    await delay(2_000);
+    const quickContainer = `berth-${jobRecord(quickId).run_id}`;
+    // Killed while the job's engine is at its tool: the job has output in its log, and no result yet.
+    await waitFor('the quick job\'s sleep to run', async () => processesOf(quickContainer).includes('/bin/sleep 600') || undefined, 60_000);
     await svc.signal('SIGKILL');
-    // While the service is down: one container ends by itself, the other is removed by someone else.
+    // While the service is down: one container ends, the other is removed by someone else. The engine cannot
+    // finish its work by itself now (it reaches the model through the service's gateway, which is down with
+    // it), so it is ended as the OOM killer or an operator would, and the test waits until it has exited: the
+    // service finds it exited, not running, when it is back.
+    execFileSync('podman', ['kill', '--signal', 'TERM', quickContainer], { stdio: 'ignore' });
+    await waitFor('the quick job\'s container to exit while the service is down', async () => stateOf(quickContainer) === 'exited' || undefined, 60_000);
     const lostContainer = `berth-${jobRecord(lostId).run_id}`;
     try {
       execFileSync('podman', ['rm', '-f', lostContainer], { stdio: 'ignore' });
@@ -234,12 +246,14 @@ describe('work across restarts and shutdown modes', { timeout: 600_000 }, () => 
       // Podman 4.3 may report a busy shm mount of a user-namespaced container it removes all the same.
     }
     await waitFor('the container to be gone', async () => !svc.containers().includes(lostContainer) || undefined);
-    await delay(3_000);
 
     await svc.start();
     const quickDone = await jobOf(quickId);
-    assert.equal(quickDone.status, 'completed', JSON.stringify(quickDone));
-    assert.match(quickDone.output, /finished while nobody watched/);
+    // Finished as its exit says, with what its log holds (the tool call the engine was at).
+    assert.equal(quickDone.status, 'crashed', JSON.stringify(quickDone).slice(0, 500));
+    assert.deepEqual({ ...quickDone.crash_info, partial_output: undefined }, { exit_code: 143, signal: 'SIGTERM', partial_output: undefined, task_completed: false, reason: 'signal' });
+    assert.match(quickDone.crash_info.partial_output, /"command":"\/bin\/sleep 600"/, 'read from the exited container\'s log');
+    assert.match(quickDone.error, /killed by SIGTERM/);
     const lostDone = (await svc.api('GET', `/jobs/${lostId}`)).body;
     assert.equal(lostDone.status, 'crashed', JSON.stringify(lostDone));
     assert.deepEqual(lostDone.crash_info, { exit_code: -1, signal: '', partial_output: '', task_completed: false, reason: 'service_restart' });
