@@ -802,7 +802,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Messages: `container.image "<image>" is not allowed: it matches no pattern of SERVICE_AGENT_ALLOWED_IMAGE_PATTERNS`; `container.image "<image>" is not present on this host; pull it first (POST /images/pull) or build it`; `image "<image>" is Alpine/musl-based: Alpine/musl-based images are not supported, because the engine needs glibc; use a Debian, Ubuntu or other glibc-based image`; `container.secrets_env.<VARIABLE>: secret "<secret>" does not exist in the Podman secret store`. */
+                /** @description Messages: `container.image "<image>" is not allowed: it matches no pattern of SERVICE_AGENT_ALLOWED_IMAGE_PATTERNS`; `container.image "<image>" is not present on this host; pull it first (POST /images/pull) or build it`; `image "<image>" is Alpine/musl-based: Alpine/musl-based images are not supported, because the engine needs glibc; use a Debian, Ubuntu or other glibc-based image`; `image "<image>" has no glibc (no C library loader in its files, as in a FROM-scratch image): the engine needs glibc; use a Debian, Ubuntu or other glibc-based image`; `container.secrets_env.<VARIABLE>: secret "<secret>" does not exist in the Podman secret store`. */
                 400: {
                     headers: {
                         [name: string]: unknown;
@@ -1054,7 +1054,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Messages: `container.image "<image>" is not allowed: it matches no pattern of SERVICE_AGENT_ALLOWED_IMAGE_PATTERNS`; `container.image "<image>" is not present on this host; pull it first (POST /images/pull) or build it`; `image "<image>" is Alpine/musl-based: Alpine/musl-based images are not supported, because the engine needs glibc; use a Debian, Ubuntu or other glibc-based image`; `container.secrets_env.<VARIABLE>: secret "<secret>" does not exist in the Podman secret store`. */
+                /** @description Messages: `container.image "<image>" is not allowed: it matches no pattern of SERVICE_AGENT_ALLOWED_IMAGE_PATTERNS`; `container.image "<image>" is not present on this host; pull it first (POST /images/pull) or build it`; `image "<image>" is Alpine/musl-based: Alpine/musl-based images are not supported, because the engine needs glibc; use a Debian, Ubuntu or other glibc-based image`; `image "<image>" has no glibc (no C library loader in its files, as in a FROM-scratch image): the engine needs glibc; use a Debian, Ubuntu or other glibc-based image`; `container.secrets_env.<VARIABLE>: secret "<secret>" does not exist in the Podman secret store`. */
                 400: {
                     headers: {
                         [name: string]: unknown;
@@ -2604,7 +2604,7 @@ export interface paths {
                         "text/event-stream": string;
                     };
                 };
-                /** @description Messages: `container.image "<image>" is not allowed: it matches no pattern of SERVICE_AGENT_ALLOWED_IMAGE_PATTERNS`; `container.image "<image>" is not present on this host; pull it first (POST /images/pull) or build it`; `image "<image>" is Alpine/musl-based: Alpine/musl-based images are not supported, because the engine needs glibc; use a Debian, Ubuntu or other glibc-based image`; `container.secrets_env.<VARIABLE>: secret "<secret>" does not exist in the Podman secret store`. */
+                /** @description Messages: `container.image "<image>" is not allowed: it matches no pattern of SERVICE_AGENT_ALLOWED_IMAGE_PATTERNS`; `container.image "<image>" is not present on this host; pull it first (POST /images/pull) or build it`; `image "<image>" is Alpine/musl-based: Alpine/musl-based images are not supported, because the engine needs glibc; use a Debian, Ubuntu or other glibc-based image`; `image "<image>" has no glibc (no C library loader in its files, as in a FROM-scratch image): the engine needs glibc; use a Debian, Ubuntu or other glibc-based image`; `container.secrets_env.<VARIABLE>: secret "<secret>" does not exist in the Podman secret store`. */
                 400: {
                     headers: {
                         [name: string]: unknown;
