@@ -1,5 +1,10 @@
-// The workspace index in one SQLite file (<SERVICE_DATA_DIR>/workspaces.db), WAL and full fsync like the
-// other stores; each call is one indexed statement, run inline (better-sqlite3 is synchronous).
+// The workspace index in one SQLite file (<SERVICE_DATA_DIR>/workspaces.db); each call is one indexed
+// statement, run inline (better-sqlite3 is synchronous). WAL with synchronous = NORMAL, as the grants and
+// usage stores: a new session's run writes the index four times before its engine gets its prompt (its own
+// workspace, the session's link, two times last used), and a fsync per commit blocked the event loop about
+// 6 ms each on this 2-core host, on every pooled run's path. What NORMAL can lose is the last commits before
+// a power loss (never on a crash of the process), no more than the workspace's own files, which reach the
+// disk at the file system's commit interval too; a start then removes a disk the index does not know.
 import type Database from 'better-sqlite3';
 import { openDatabase } from '../sqlite.js';
 import type { SessionLink, WorkspaceChange, WorkspaceRecord, WorkspaceSource, WorkspaceStore } from './workspace-store.js';
@@ -51,7 +56,7 @@ export class SqliteWorkspaceStore implements WorkspaceStore {
   private readonly statements = new Map<string, Database.Statement>();
 
   constructor(path: string) {
-    this.db = openDatabase(path, MIGRATIONS);
+    this.db = openDatabase(path, MIGRATIONS, { synchronous: 'NORMAL' });
     this.db.pragma('foreign_keys = ON');
   }
 
