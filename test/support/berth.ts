@@ -10,7 +10,7 @@ import { loadConfig, type Config } from '../../src/config.js';
 import { startBerth, type RunningBerth } from '../../src/server.js';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { INSTANCE_LABEL, STACK_INSTANCE_LABEL } from '../../src/runtime/container-runtime.js';
+import { IMAGE_TREE_LABEL, INSTANCE_LABEL, STACK_INSTANCE_LABEL } from '../../src/runtime/container-runtime.js';
 import { unbindVolumeData } from '../../src/runtime/podman/volume-backing.js';
 import { LoopDisks } from '../../src/runtime/run-disk.js';
 import { StackDisks } from '../../src/runtime/stack-disk.js';
@@ -26,8 +26,8 @@ export interface TestBerth {
   readonly dir: string;
   request(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
   /**
-   * Agent containers of this instance that still exist once every run answered at its result has ended
-   * (engines ready in the pool are not counted).
+   * Containers of this instance that still exist once every run answered at its result has ended, beyond
+   * the live ones the configured pools may hold (counted by the test, not asked of the pool).
    */
   leftovers(): Promise<string[]>;
   stop(): Promise<void>;
@@ -95,6 +95,34 @@ export async function removeAgentNetworkOf(instance: string): Promise<string[]> 
   return left;
 }
 
+/** A container as the podman CLI lists it. */
+export interface ListedContainer {
+  readonly name: string;
+  /** created, running, exited, ... */
+  readonly state: string;
+  /** Seconds since the epoch. */
+  readonly created: number;
+}
+
+/** The containers labelled `label=instance` (Berth's instance label by default), through the podman CLI. */
+export async function containersOf(instance: string, label = INSTANCE_LABEL): Promise<ListedContainer[]> {
+  const { stdout } = await exec('podman', ['ps', '--all', '--filter', `label=${label}=${instance}`, '--format', 'json']);
+  const listed = JSON.parse(stdout || '[]') as { Names: string[]; Id: string; State: string; Created: number }[];
+  return listed.map((c) => ({ name: c.Names[0] ?? c.Id, state: c.State, created: c.Created }));
+}
+
+/**
+ * The containers beyond what the configured pools may hold: Berth's pool is not asked which are its own (that
+ * would trust the code under test). A pooled engine is one that has not ended (being made or waiting), and
+ * there are at most `poolCapacity` of them (SERVICE_POOL_SIZE + SERVICE_AGENT_POOL_SIZE); every container that
+ * ended, and every live one past that count (the newest kept as the pool's refills), is left over.
+ */
+export function beyondThePool(containers: readonly ListedContainer[], poolCapacity: number): string[] {
+  const live = containers.filter((c) => ['created', 'configured', 'initialized', 'running'].includes(c.state));
+  const pooled = new Set([...live].sort((a, b) => b.created - a.created).slice(0, poolCapacity).map((c) => c.name));
+  return containers.filter((c) => !pooled.has(c.name)).map((c) => c.name);
+}
+
 /** The configuration of a test Berth: no auth or rate limit, ephemeral ports, state under `dir`. */
 export function testEnvironment(dir: string, instance: string, port = 0): Record<string, string> {
   return {
@@ -159,11 +187,7 @@ export async function startTestBerth(env: Record<string, string> = {}, options: 
     },
     async leftovers() {
       await berth.settled();
-      // Pre-started engines the pool holds belong to no run: they are not left over. Listed first, then the
-      // pool asked: it names its engines before they exist, so no engine listed can be missing from its set.
-      const containers = await berth.runtime.listContainers(`${INSTANCE_LABEL}=${instance}`);
-      const pooled = new Set(berth.pools.ownContainerNames());
-      return containers.map((c) => c.names[0] ?? c.id).filter((name) => !pooled.has(name));
+      return beyondThePool(await containersOf(instance), config.pool.size + config.pool.agentSize);
     },
     async stop() {
       if (stopped) return;
@@ -172,8 +196,12 @@ export async function startTestBerth(env: Record<string, string> = {}, options: 
       // Compose stacks outlive a stop (they belong to sessions); when this test Berth's sessions go with its
       // directory, its stacks go too, as the next start of the instance would remove them.
       if (config.agent.sessionsDir.startsWith(`${dir}/`)) await removeStacksOf(instance, join(config.agent.sessionsDir, '.stacks'));
+      // Nothing of the instance outlives its stop: pooled engines, runs, agents and builds all go. Listed by
+      // label through the podman CLI, not asked of the Berth under test.
+      const containers = [...(await containersOf(instance)), ...(await containersOf(instance, IMAGE_TREE_LABEL))];
+      if (containers.length > 0) await exec('podman', ['rm', '--force', ...containers.map((c) => c.name)]).catch(() => undefined);
       // Berth removes its agent network and nftables tables at stop when no container is left on it.
-      const left = await removeAgentNetworkOf(instance);
+      const left = [...containers.map((c) => `container ${c.name} (${c.state})`), ...(await removeAgentNetworkOf(instance))];
       await removeTestDir(dir);
       if (left.length > 0) throw new Error(`the stopped Berth left ${left.join(', ')} (removed now)`);
     },
