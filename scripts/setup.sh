@@ -10,8 +10,9 @@ say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 
 # tmux drives the CLI's end-to-end tests in a terminal; chromium runs the web console's tests headless;
 # iproute2's `ip` fixes the agent network bridge's hardware address (runtime/podman/bridge-address.ts);
-# nftables' `nft` keeps callers' networks apart (runtime/podman/network-isolation.ts).
-packages=(podman runc crun uidmap slirp4netns fuse-overlayfs debootstrap docker-registry tmux chromium iproute2 nftables)
+# nftables' `nft` keeps callers' networks apart (runtime/podman/network-isolation.ts); postgresql (Debian 12's 15)
+# runs the PostgreSQL stores' tests on a throw-away server (test/support/postgres.ts).
+packages=(podman runc crun uidmap slirp4netns fuse-overlayfs debootstrap docker-registry tmux chromium iproute2 nftables postgresql)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
