@@ -5,18 +5,18 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { after, afterEach, beforeEach, describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import Fastify from 'fastify';
 import { TokenService } from '../../src/core/auth/tokens.js';
 import { registerErrorHandler } from '../../src/http/error-handler.js';
 import { registerAuth } from '../../src/http/plugins/auth.js';
 import { createMetrics } from '../../src/metrics/metrics.js';
-import type { TokenBlacklist } from '../../src/store/blacklist/blacklist.js';
 import { createBlacklist } from '../../src/store/blacklist/create-blacklist.js';
 import { MemoryBlacklist } from '../../src/store/blacklist/memory-blacklist.js';
 import { SqliteBlacklist } from '../../src/store/blacklist/sqlite-blacklist.js';
 import { applyMigrations } from '../../src/store/migrate.js';
+import { blacklistContract } from '../support/blacklist-contract.js';
 
 // The API token whose identity ('c') the tokens below carry.
 const API_TOKENS = parseApiTokens(['c:k3Vq9ZpX2mLw7RtY-c']);
@@ -26,67 +26,9 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 let fileCounter = 0;
 const freshPath = () => join(dir, `blacklist-${(fileCounter += 1)}.db`);
 
-const backends: { name: string; open: () => TokenBlacklist }[] = [
-  { name: 'memory', open: () => new MemoryBlacklist() },
-  { name: 'bolt (sqlite)', open: () => new SqliteBlacklist(freshPath()) },
-];
-
-// One suite, every backend.
-for (const backend of backends) {
-  describe(`TokenBlacklist contract: ${backend.name}`, () => {
-    let blacklist: TokenBlacklist;
-    beforeEach(() => {
-      blacklist = backend.open();
-    });
-    afterEach(() => blacklist.close());
-
-    it('does not know a jti that was never added', async () => {
-      assert.equal(await blacklist.has('never-added'), false);
-    });
-
-    it('knows a jti once it is added', async () => {
-      await blacklist.add('jti-1', Date.now() + 60_000);
-      assert.equal(await blacklist.has('jti-1'), true);
-      assert.equal(await blacklist.has('jti-2'), false);
-    });
-
-    it('accepts the same jti twice', async () => {
-      await blacklist.add('jti-1', 2_000);
-      await blacklist.add('jti-1', 1_000);
-      assert.equal(await blacklist.has('jti-1'), true);
-    });
-
-    it('keeps the later expiry when a jti is added twice', async () => {
-      await blacklist.add('jti-1', 5_000);
-      await blacklist.add('jti-1', 1_000);
-      assert.equal(await blacklist.removeExpired(2_000), 0);
-      assert.equal(await blacklist.has('jti-1'), true);
-    });
-
-    it('removes only entries expired at or before now and says how many', async () => {
-      await blacklist.add('old-1', 1_000);
-      await blacklist.add('old-2', 2_000);
-      await blacklist.add('young', 3_001);
-      assert.equal(await blacklist.removeExpired(2_000), 2);
-      assert.equal(await blacklist.has('old-1'), false);
-      assert.equal(await blacklist.has('old-2'), false);
-      assert.equal(await blacklist.has('young'), true);
-      assert.equal(await blacklist.removeExpired(2_000), 0);
-    });
-
-    it('treats jtis as exact strings', async () => {
-      await blacklist.add('abc', 10_000);
-      for (const other of ['ABC', 'abc ', 'ab', "abc' OR '1'='1"]) assert.equal(await blacklist.has(other), false, other);
-    });
-
-    it('rejects lookups after close instead of answering "not blacklisted"', async () => {
-      await blacklist.add('jti-1', Date.now() + 60_000);
-      await blacklist.close();
-      await assert.rejects(blacklist.has('jti-1'));
-      await assert.rejects(blacklist.add('jti-2', 1));
-    });
-  });
-}
+// One suite, every backend (the PostgreSQL run is in postgres-stores.test.ts).
+blacklistContract('memory', () => new MemoryBlacklist());
+blacklistContract('bolt (sqlite)', () => new SqliteBlacklist(freshPath()));
 
 describe('SqliteBlacklist', () => {
   it('survives close and reopen of the same file', async () => {

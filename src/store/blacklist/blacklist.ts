@@ -1,6 +1,6 @@
 // The token blacklist: JWT ids (`jti`) of logged-out tokens, each kept until the token would have
-// expired anyway. Two backends implement it (memory, and the durable `bolt` SQLite file); both pass
-// the same test suite. Callers treat any rejected promise as "unknown" and fail closed.
+// expired anyway. Backends: memory, the durable `bolt` SQLite file, and PostgreSQL for several nodes; all
+// pass test/support/blacklist-contract.ts. Callers treat any rejected promise as "unknown" and fail closed.
 export interface TokenBlacklist {
   /** Blacklists `jti` until `expiresAtMs` (epoch milliseconds); adding twice keeps the later expiry. */
   add(jti: string, expiresAtMs: number): Promise<void>;

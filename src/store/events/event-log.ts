@@ -3,7 +3,7 @@
 // dropped connection or a restart of the service, is sent what it missed (docs/streaming.md).
 //
 // This is the contract every backend implements (SQLite today, PostgreSQL for several nodes); the suite in
-// test/unit/events-store-contract.ts is run against each. Methods answer promises so that a networked
+// test/support/event-log-contract.ts is run against each. Methods answer promises so that a networked
 // backend fits the same interface; the SQLite one completes its work before it answers.
 
 /** One stored event: `data` is the frame's JSON object as the stream sends it. */

@@ -1,6 +1,6 @@
 // Durable async jobs, behind a small interface: the job service talks to storage only through this,
-// and test/unit/jobs-store.test.ts is the suite every backend must pass. Status changes are
-// compare-and-set (`transition`), so a cancel racing a job's own end has exactly one winner.
+// and test/support/job-store-contract.ts is the suite every backend (SQLite, PostgreSQL) must pass. Status
+// changes are compare-and-set (`transition`), so a cancel racing a job's own end has exactly one winner.
 
 /** A job's request as accepted, kept as JSON: the store neither reads nor validates it (core did). */
 export type StoredRequest = { readonly [field: string]: unknown };

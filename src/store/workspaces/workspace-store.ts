@@ -1,6 +1,6 @@
-// The workspace index, behind a small interface (SQLite now; issue 26 moves it to PostgreSQL): which
+// The workspace index, behind a small interface (SQLite, and PostgreSQL for several nodes): which
 // workspaces exist, whose they are, when they were last used, and which session uses which.
-// test/unit/workspace-store.test.ts is the suite every backend must pass.
+// test/support/workspace-store-contract.ts is the suite every backend must pass.
 
 export const WORKSPACE_SOURCES = ['empty', 'upload', 'git', 'fork', 'session'] as const;
 /** How a workspace came to be: POST /workspaces (empty, upload, git), a fork's copy, or a session's own. */
