@@ -172,6 +172,7 @@ test('close() returns promptly while a reply is still sleeping and a keep-alive 
   await new Promise((resolve) => setTimeout(resolve, 100));
   const started = performance.now();
   await other.close();
-  assert.ok(performance.now() - started < 1000);
+  // Generous for a loaded machine, and still far below the 30 s the reply would sleep.
+  assert.ok(performance.now() - started < 10_000);
   assert.equal(await pending, 'cut off');
 });

@@ -15,14 +15,18 @@ test('measure records a phase also when its work throws', async () => {
 
 test('mark and end time event-bounded phases one after another', async () => {
   const phases = new RunPhases();
+  const started = performance.now();
   phases.mark();
   await pause(10);
   phases.end('first_output');
   await pause(10);
   phases.end('engine_exit');
+  const elapsed = performance.now() - started;
   const json = phases.toJSON();
-  assert.ok(json.first_output! >= 9 && json.first_output! < 200, JSON.stringify(json));
-  assert.ok(json.engine_exit! >= 9 && json.engine_exit! < 200, JSON.stringify(json));
+  assert.ok(json.first_output! >= 9 && json.engine_exit! >= 9, JSON.stringify(json));
+  // One after another: together they fit in the time the test measured around them (no phase counted from
+  // the first mark, none twice), whatever the machine's load made that time.
+  assert.ok(json.first_output! + json.engine_exit! <= elapsed + 2, `${JSON.stringify(json)} within ${elapsed} ms`);
 });
 
 test('the JSON lists only reached phases, in phase order', async () => {
