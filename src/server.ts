@@ -56,6 +56,7 @@ import { JobService } from './core/jobs/job-service.js';
 import { WebhookDeliverer } from './core/webhooks/deliverer.js';
 import { DestinationPolicy } from './core/webhooks/destination-policy.js';
 import { registerJobRoutes } from './http/routes/jobs.js';
+import { JobEvents } from './core/jobs/job-events.js';
 import { registerStreamRoutes } from './http/routes/stream.js';
 import { AgentService } from './core/agents/agent-service.js';
 import { registerAgentRoutes } from './http/routes/agents.js';
@@ -517,8 +518,11 @@ export async function startBerth(configured: Config, logger: Logger, hooks: Bert
       destinations: webhookDestinations,
     });
     cleanups.push(() => deliverer.close());
+    // Every status a job's record takes is also a replayable event of the job (core/jobs/job-events.ts).
+    const jobEvents = new JobEvents(eventLog, (error, jobId) => logger.error({ err: error, jobId }, 'a job event could not be kept in the event log; it is sent live without an id'));
     const jobs = new JobService({
-      store: jobStore,
+      store: jobEvents.recording(jobStore),
+      events: jobEvents,
       runs,
       webhooks: deliverer,
       maxConcurrentRuns: config.maxConcurrentRuns,
@@ -614,7 +618,7 @@ export async function startBerth(configured: Config, logger: Logger, hooks: Bert
       version: versionInfo({ engineImage: config.agent.engineImage, agentImage: config.agent.image }, await checkoutCommit(join(import.meta.dirname, '..'))),
       auth: new AuthService({ tokens, blacklist, apiTokens: config.auth.apiTokens, log: logger }),
       extraRoutes: [
-        (app) => registerJobRoutes(app, { jobs }),
+        (app) => registerJobRoutes(app, { jobs, sse }),
         (app) => registerUsageRoutes(app, { usage: new UsageReport(usageStore, config.budgets) }),
         (app) => registerWorkspaceRoutes(app, { workspaces, ...(cloner ? { cloner } : {}) }),
         (app) => registerWorkspaceArchiveRoutes(app, { workspaces, settings: config.workspaces }),

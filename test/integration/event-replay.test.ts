@@ -108,6 +108,21 @@ describe('agent streams resumed with Last-Event-ID', { timeout: 300_000 }, () =>
     assertExactlyTheLog(await wholeLog(afterTurn));
   });
 
+  test('a job\'s stream: its history, then its changes; a reconnect with Last-Event-ID gets only the rest', async () => {
+    const { status, body } = await svc.api('POST', '/run/async', { prompt: 'run: /bin/sleep 2\nsay: job done' });
+    assert.equal(status, 200, JSON.stringify(body));
+    const jobUrl = `${svc.url()}/jobs/${body.job_id}/stream`;
+    const first = await follow(jobUrl, (frames) => frames.some((f) => f.data.status === 'running')).done;
+    assert.deepEqual(first.map((f) => f.data.status), ['pending', 'running']);
+    const rest = await follow(jobUrl, () => false, { 'last-event-id': String(lastId(first)) }).done;
+    assert.deepEqual(rest.map((f) => f.event), ['status', 'closed']);
+    assert.equal(rest[0]!.data.status, 'completed');
+    assert.ok(rest[0]!.id! > lastId(first));
+    const whole = await follow(jobUrl).done;
+    assert.deepEqual(whole.map((f) => [f.id, f.data.status]), [...first, ...rest].map((f) => [f.id, f.data.status]), 'no gap, no duplicate');
+    assert.match((await svc.api('GET', `/jobs/${body.job_id}`)).body.output, /job done/);
+  });
+
   test('a Last-Event-ID that is not an event id is a 400 naming it; ?last_event_id= works as the header', async () => {
     const refused = await fetch(streamUrl(), { headers: { 'last-event-id': 'abc' } });
     assert.equal(refused.status, 400);

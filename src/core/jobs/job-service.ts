@@ -20,6 +20,7 @@ import { jobFinishedPayload, jobListItem, jobView, type JobListItem, type JobVie
 import { RunQueue } from './run-queue.js';
 import { JOB_MESSAGES, outcomeChange, serviceCrash, type JobRunner } from './job-outcome.js';
 import { isStorageFull } from '../../store/sqlite.js';
+import type { JobEvents, JobEventStream } from './job-events.js';
 
 /** The longest wait between two attempts to record a finished job on a full disk. */
 const STORAGE_RETRY_MAX_MS = 5_000;
@@ -27,7 +28,10 @@ const STORAGE_RETRY_MAX_MS = 5_000;
 export { JOB_MESSAGES, type JobRunner } from './job-outcome.js';
 
 export interface JobServiceDependencies {
+  /** With `events`, the store it wraps (events.recording(store)), so that every status is an event. */
   readonly store: JobStore;
+  /** Status events, replayable (job-events.ts); absent (unit tests): a stream sends the current status only. */
+  readonly events?: JobEvents;
   readonly runs: JobRunner;
   /** Absent: webhook_url is recorded but nothing is sent (unit tests). */
   readonly webhooks?: WebhookSender;
@@ -174,6 +178,19 @@ export class JobService {
 
   async get(id: string, caller: Caller): Promise<JobView> {
     return jobView(await this.ownJob(id, caller));
+  }
+
+  /** GET /jobs/:id/stream: the job's status events after `afterId`, until its final one (404: not the caller's). */
+  async follow(id: string, caller: Caller, afterId: number | undefined): Promise<JobEventStream> {
+    const job = await this.ownJob(id, caller);
+    const { events, store } = this.deps;
+    if (events) return events.follow(id, afterId, () => store.get(id));
+    const at = this.timestamp();
+    const only = (async function* () {
+      yield { type: 'status' as const, status: job.status, at: job.updatedAt };
+      yield { type: 'closed' as const, at };
+    })();
+    return { events: only, close: () => undefined };
   }
 
   async list(options: JobListOptions, caller: Caller): Promise<JobListItem[]> {

@@ -7,6 +7,7 @@ import { JOB_LIST_DEFAULT_LIMIT, JOB_LIST_MAX_LIMIT, type JobService } from '../
 import { JOB_STATUSES } from '../../core/jobs/job-view.js';
 import { errors } from '../../errors.js';
 import { errorResponses, EXAMPLE_RUN_REQUEST, EXAMPLE_SESSION_ID, RUN_REFUSALS, withExample } from '../schemas.js';
+import { lastEventIdOf, streamEvents, type SseOptions } from '../sse.js';
 
 const JobStatusSchema = Type.Union(JOB_STATUSES.map((status) => Type.Literal(status)));
 
@@ -48,7 +49,39 @@ const JobListQuerySchema = Type.Object(
 
 const JobIdParams = Type.Object({ id: Type.String({ description: 'Job id, as answered by POST /run/async' }) });
 
-export function registerJobRoutes(app: FastifyInstance, deps: { jobs: JobService }): void {
+const JOB_EVENTS = [
+  'Each frame is `id: <n>`, `event: status` and `data: {"type":"status","status":"<status>","error":"…","at":"…"}`: the job\'s history first (pending, running, …), then its changes as they happen, until its final status (completed, failed, crashed or cancelled), then `event: closed` (data {}, no id) and the stream ends; read the result with GET /jobs/{id}.',
+  'A client that reconnects with `Last-Event-ID` (or `?last_event_id=`) is sent only the events after that id.',
+  'Events no longer kept (SERVICE_EVENTS_MAX_AGE) are announced by an `events_lost` frame (no id); the final status is then sent from the job\'s record, without an id. Comment lines `: ping` are heartbeats.',
+].join(' ');
+
+const EXAMPLE_JOB_EVENTS = [
+  'id: 2051',
+  'event: status',
+  'data: {"type":"status","status":"pending","at":"2030-01-01T12:00:00.000Z"}',
+  '',
+  'id: 2052',
+  'event: status',
+  'data: {"type":"status","status":"running","at":"2030-01-01T12:00:00.210Z"}',
+  '',
+  'id: 2060',
+  'event: status',
+  'data: {"type":"status","status":"completed","at":"2030-01-01T12:00:07.412Z"}',
+  '',
+  'event: closed',
+  'data: {}',
+  '',
+].join('\n');
+
+const JobStreamQuery = Type.Object(
+  { last_event_id: Type.Optional(Type.String({ description: 'As the Last-Event-ID header, for clients that cannot set one; the header wins when both are given.' })) },
+  { additionalProperties: false },
+);
+const JobStreamHeaders = Type.Object({
+  'last-event-id': Type.Optional(Type.String({ description: 'The id of the last event received: only the events after it are sent.' })),
+});
+
+export function registerJobRoutes(app: FastifyInstance, deps: { jobs: JobService; sse: SseOptions }): void {
   const { jobs } = deps;
 
   app.post<{ Body: RunRequest }>(
@@ -116,6 +149,43 @@ export function registerJobRoutes(app: FastifyInstance, deps: { jobs: JobService
       },
     },
     async (request) => jobs.get(request.params.id, requestCaller(request)),
+  );
+
+  app.get<{ Params: Static<typeof JobIdParams>; Querystring: Static<typeof JobStreamQuery>; Headers: Static<typeof JobStreamHeaders> }>(
+    '/jobs/:id/stream',
+    {
+      schema: {
+        tags: ['jobs'],
+        summary: 'Follow a job\'s status as Server-Sent Events, until it finishes',
+        description: JOB_EVENTS,
+        params: JobIdParams,
+        querystring: JobStreamQuery,
+        headers: JobStreamHeaders,
+        response: {
+          200: { description: JOB_EVENTS, content: { 'text/event-stream': { schema: Type.String(), example: EXAMPLE_JOB_EVENTS } } },
+          ...errorResponses(400, 401, jobNotFound, 429, errors.streamsAtCapacity('<limit>')),
+        },
+      },
+    },
+    async (request, reply) => {
+      const afterId = lastEventIdOf(request.headers['last-event-id'], request.query.last_event_id);
+      const followed = await jobs.follow(request.params.id, requestCaller(request), afterId);
+      await streamEvents(reply, deps.sse, async (channel) => {
+        // A client that leaves ends its subscription (the job goes on).
+        const leave = () => followed.close();
+        channel.signal.addEventListener('abort', leave, { once: true });
+        if (channel.signal.aborted) leave();
+        try {
+          for await (const event of followed.events) {
+            const { id, ...data } = event as typeof event & { id?: number };
+            channel.send(event.type === 'closed' ? {} : data, event.type, id);
+          }
+        } finally {
+          channel.signal.removeEventListener('abort', leave);
+          leave();
+        }
+      });
+    },
   );
 
   app.delete<{ Params: Static<typeof JobIdParams> }>(
