@@ -1403,6 +1403,115 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/jobs/{id}/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow a job's status as Server-Sent Events, until it finishes
+         * @description Each frame is `id: <n>`, `event: status` and `data: {"type":"status","status":"<status>","error":"…","at":"…"}`: the job's history first (pending, running, …), then its changes as they happen, until its final status (completed, failed, crashed or cancelled), then `event: closed` (data {}, no id) and the stream ends; read the result with GET /jobs/{id}. A client that reconnects with `Last-Event-ID` (or `?last_event_id=`) is sent only the events after that id. Events no longer kept (SERVICE_EVENTS_MAX_AGE) are announced by an `events_lost` frame (no id); the final status is then sent from the job's record, without an id. Comment lines `: ping` are heartbeats.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description As the Last-Event-ID header, for clients that cannot set one; the header wins when both are given. */
+                    last_event_id?: string;
+                };
+                header?: {
+                    /** @description The id of the last event received: only the events after it are sent. */
+                    "last-event-id"?: string;
+                };
+                path: {
+                    /** @description Job id, as answered by POST /run/async */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Each frame is `id: <n>`, `event: status` and `data: {"type":"status","status":"<status>","error":"…","at":"…"}`: the job's history first (pending, running, …), then its changes as they happen, until its final status (completed, failed, crashed or cancelled), then `event: closed` (data {}, no id) and the stream ends; read the result with GET /jobs/{id}. A client that reconnects with `Last-Event-ID` (or `?last_event_id=`) is sent only the events after that id. Events no longer kept (SERVICE_EVENTS_MAX_AGE) are announced by an `events_lost` frame (no id); the final status is then sent from the job's record, without an id. Comment lines `: ping` are heartbeats. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example id: 2051
+                         *     event: status
+                         *     data: {"type":"status","status":"pending","at":"2030-01-01T12:00:00.000Z"}
+                         *
+                         *     id: 2052
+                         *     event: status
+                         *     data: {"type":"status","status":"running","at":"2030-01-01T12:00:00.210Z"}
+                         *
+                         *     id: 2060
+                         *     event: status
+                         *     data: {"type":"status","status":"completed","at":"2030-01-01T12:00:07.412Z"}
+                         *
+                         *     event: closed
+                         *     data: {}
+                         */
+                        "text/event-stream": string;
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `job <id> not found`. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `server at capacity: <limit> event streams are open (SERVICE_SSE_MAX_STREAMS); retry later`. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/usage": {
         parameters: {
             query?: never;
