@@ -70,6 +70,22 @@ async function poolReady(): Promise<void> {
   await new Promise((r) => setTimeout(r, PAUSE_MS));
 }
 
+let cleaned: Promise<void> | undefined;
+const cleanUp = () =>
+  (cleaned ??= (async () => {
+    await berth.stop();
+    await model.close();
+    await exec('podman', ['secret', 'rm', secret]).catch(() => undefined);
+    await rm(dir, { recursive: true, force: true });
+  })());
+// Stopped early (Ctrl-C, a timeout): Berth removes its engines, disks and network as at the end.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    process.stderr.write(`${signal}: stopping the bench's Berth…\n`);
+    void cleanUp().finally(() => process.exit(130));
+  });
+}
+
 const latencies: number[] = [];
 const byPosition: number[][] = Array.from({ length: PER_ROUND }, () => []);
 let failures = 0;
@@ -93,10 +109,7 @@ try {
   }
   await berth.settled();
 } finally {
-  await berth.stop();
-  await model.close();
-  await exec('podman', ['secret', 'rm', secret]).catch(() => undefined);
-  await rm(dir, { recursive: true, force: true });
+  await cleanUp();
 }
 const median = (values: number[]) => Math.round(percentile(values, 50) * 10) / 10;
 console.log(`sequential pooled POST /run, ${latencies.length} runs (${rounds} rounds of ${PER_ROUND}), ${failures} failures: p50 ${Math.round(percentile(latencies, 50))} ms, p95 ${Math.round(percentile(latencies, 95))} ms`);
