@@ -91,6 +91,19 @@ test('events() resumes from a lastEventId given by the caller and yields an even
   ]);
 });
 
+test('jobs.events() yields the statuses, reconnects with Last-Event-ID, and ends at closed', async () => {
+  const lastEventIds: (string | null)[] = [];
+  const { berth, requests } = berthWith((_url, request) => {
+    lastEventIds.push(request.headers.get('last-event-id'));
+    if (lastEventIds.length === 1) return sse('id: 4\nevent: status\ndata: {"type":"status","status":"pending","at":"a"}\n\n');
+    return sse('id: 6\nevent: status\ndata: {"type":"status","status":"running","at":"b"}\n\nid: 9\nevent: status\ndata: {"type":"status","status":"completed","at":"c"}\n\nevent: closed\ndata: {}\n\n');
+  });
+  const events = await collect(berth.jobs.events('job-1'));
+  assert.equal(requests[0]!.pathname, '/jobs/job-1/stream');
+  assert.deepEqual(lastEventIds, [null, '4']);
+  assert.deepEqual(events.map((e) => [e.id, e.status]), [[4, 'pending'], [6, 'running'], [9, 'completed']]);
+});
+
 test('events() ends at closed, whose data is empty', async () => {
   const { berth } = berthWith(() => sse('event: closed\ndata: {}\n\n'));
   assert.deepEqual(await collect(berth.agents.events('agent-1')), [{ type: 'closed' }]);

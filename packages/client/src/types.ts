@@ -61,6 +61,21 @@ export type RunStreamFrame =
 /** A job, as GET /jobs/{id} answers it. */
 export interface Job extends Answer<'/jobs/{id}', 'get'> {}
 export type JobStatus = Job['status'];
+/** One event of GET /jobs/{id}/stream: a status the job took, the notice of events no longer kept, or the end. */
+export interface JobEvent {
+  type: 'status' | 'events_lost' | 'closed';
+  /** `status`: the job's status from then on. */
+  status?: JobStatus;
+  /** `status`: why it did not complete (failed, crashed, cancelled). */
+  error?: string;
+  at?: string;
+  /** Its id in Berth's event log; `events()` reconnects with the last one. Absent on `closed`, `events_lost`. */
+  id?: number;
+  /** `events_lost`: the last id this stream had when it asked to resume. */
+  after?: number;
+  /** `events_lost`: the newest id among the events Berth no longer keeps. */
+  lost_through?: number;
+}
 /** Why a crashed job ended. */
 export interface CrashInfo extends Field<Job, 'crash_info'> {}
 /** The answer of GET /jobs. */
