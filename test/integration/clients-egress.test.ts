@@ -101,6 +101,31 @@ describe('the clients on egress policy and usage', { timeout: 240_000 }, () => {
     assert.equal(outside.seen('allowed.test').filter((r) => r.path === '/c').length, 0);
   });
 
+  it('a streamed run takes the policy too: berth run --allow streams (GET /run/stream?allow=…), a bad host is a 400 naming it', async () => {
+    const allowed = `allowed.test:${outside.httpPort}`;
+    const probes = probeRun(`http allowed ${outside.url('http', 'allowed.test')}/streamed`, `http other ${outside.url('http', 'other.test')}/streamed`);
+    // Without --json the CLI streams: the policy must travel with the stream, not make it fall back to POST /run.
+    const streamed = await berth('run', '--allow', allowed, probes);
+    assert.equal(streamed.code, 0, streamed.stderr);
+    assert.match(probeResult(streamed.stdout, 'allowed') ?? '', /^HTTP\/1\.1 200 /, streamed.stdout);
+    assert.match(probeResult(streamed.stdout, 'other') ?? '', /^HTTP\/1\.1 403 /, streamed.stdout);
+    assert.equal(outside.seen('allowed.test').filter((r) => r.path === '/streamed').length, 1);
+    assert.equal(outside.seen('other.test').length, 0);
+
+    const none = await t.request('GET', `/run/stream?${new URLSearchParams({ prompt: probeRun(`http allowed ${outside.url('http', 'allowed.test')}/streamed-none`), network: 'none' })}`);
+    assert.equal(none.status, 200);
+    assert.match(String(none.body), /allowed HTTP\/1\.1 403 /, 'network=none refuses the host');
+    assert.equal(outside.seen('allowed.test').filter((r) => r.path === '/streamed-none').length, 0);
+
+    const bad = await t.request('GET', `/run/stream?${new URLSearchParams({ prompt: 'say: hi', allow: 'pypi.org,http://x/y' })}`);
+    assert.equal(bad.status, 400, JSON.stringify(bad.body));
+    assert.deepEqual(Object.keys(bad.body).sort(), ['error', 'status']);
+    assert.match(bad.body.error, /container\.network\.allow\[1\]/);
+    const mode = await t.request('GET', `/run/stream?${new URLSearchParams({ prompt: 'say: hi', network: 'everything' })}`);
+    assert.equal(mode.status, 400, JSON.stringify(mode.body));
+    assert.match(mode.body.error, /network/);
+  });
+
   it('berth agents spawn --allow HOST: the agent reaches that host only; other container options are refused', async () => {
     const probes = probeRun(`http allowed ${outside.url('http', 'allowed.test')}/agent`, `http other ${outside.url('http', 'other.test')}/agent`);
     const spawned = await berth('--output', 'json', 'agents', 'spawn', '--allow', `allowed.test:${outside.httpPort}`, '--prompt', probes);

@@ -1,18 +1,19 @@
 // berth run and berth agents spawn --network/--allow: the egress policy the command line sends as
 // container.network. --allow (repeatable) is an allowlist of exactly those hosts, --network alone a mode,
-// neither the server's default; a contradiction is a usage error before anything is sent.
+// neither the server's default; a contradiction is a usage error before anything is sent. A streamed run
+// (the default) sends the policy as GET /run/stream's network and allow query parameters.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { CommanderError } from 'commander';
-import type { Berth, RunRequest, SpawnRequest } from '@berth/client';
+import type { Berth, RunRequest, SpawnRequest, StreamRequest } from '@berth/client';
 import { agentsCommand } from '../../packages/cli/src/commands/agents.js';
 import { runCommand } from '../../packages/cli/src/commands/run.js';
 import type { Context } from '../../packages/cli/src/context.js';
 import { Output } from '../../packages/cli/src/output.js';
 
 interface Parsed {
-  /** What the command sent, and by which call. */
-  readonly sent?: { call: 'run' | 'runAsync' | 'stream'; request: RunRequest };
+  /** What the command sent, and by which call (a stream's query as it is). */
+  readonly sent?: { call: 'run' | 'runAsync'; request: RunRequest } | { call: 'stream'; request: StreamRequest };
   /** What commander printed on stderr (usage errors). */
   readonly stderr: string;
   readonly exitCode?: number;
@@ -26,7 +27,7 @@ async function parse(...args: string[]): Promise<Parsed> {
   const berth = {
     run: async (request: RunRequest) => ((sent = { call: 'run', request }), answer),
     runAsync: async (request: RunRequest) => ((sent = { call: 'runAsync', request }), { job_id: 'job-1', session_id: answer.session_id }),
-    stream: (request: RunRequest) => {
+    stream: (request: StreamRequest) => {
       sent = { call: 'stream', request };
       return (async function* () {
         yield { type: 'done', session_id: answer.session_id, id: 'run-1' };
@@ -46,37 +47,49 @@ async function parse(...args: string[]): Promise<Parsed> {
   return { sent, stderr };
 }
 
+/** The egress policy a parsed command sent: container.network of a run, the query parameters of a stream. */
+function policySent(sent: Parsed['sent']): unknown {
+  if (sent?.call !== 'stream') return sent?.request.container?.network;
+  const { network, allow } = sent.request;
+  return network === undefined && allow === undefined ? undefined : { network, allow };
+}
+
 describe('berth run --network and --allow', () => {
   it('sends no container.network without either option: the server default applies', async () => {
     const { sent } = await parse('say: hi');
-    assert.equal(sent?.request.container, undefined);
+    assert.equal(sent?.call, 'stream');
+    assert.equal(policySent(sent), undefined);
   });
 
   it('--allow, repeated, is an allowlist of exactly those hosts', async () => {
-    const { sent } = await parse('--allow', 'pypi.org', '--allow', '*.npmjs.org', '--allow', 'files.example.com:8443', 'run: pip install x');
-    assert.deepEqual(sent?.request.container?.network, { mode: 'allowlist', allow: ['pypi.org', '*.npmjs.org', 'files.example.com:8443'] });
+    const streamed = await parse('--allow', 'pypi.org', '--allow', '*.npmjs.org', '--allow', 'files.example.com:8443', 'run: pip install x');
+    assert.deepEqual(policySent(streamed.sent), { network: 'allowlist', allow: 'pypi.org,*.npmjs.org,files.example.com:8443' });
+    const answered = await parse('--json', '--allow', 'pypi.org', '--allow', '*.npmjs.org', 'x');
+    assert.deepEqual(policySent(answered.sent), { mode: 'allowlist', allow: ['pypi.org', '*.npmjs.org'] });
   });
 
   it('--network with --allow allowlist is the same allowlist', async () => {
-    const { sent } = await parse('--network', 'allowlist', '--allow', 'pypi.org', 'x');
-    assert.deepEqual(sent?.request.container?.network, { mode: 'allowlist', allow: ['pypi.org'] });
+    const { sent } = await parse('--json', '--network', 'allowlist', '--allow', 'pypi.org', 'x');
+    assert.deepEqual(policySent(sent), { mode: 'allowlist', allow: ['pypi.org'] });
   });
 
   it('--network alone sends the mode (allowlist: the server\'s default list)', async () => {
     for (const mode of ['none', 'open', 'allowlist'] as const) {
-      const { sent } = await parse('--network', mode, 'x');
-      assert.deepEqual(sent?.request.container?.network, { mode }, mode);
+      assert.deepEqual(policySent((await parse('--json', '--network', mode, 'x')).sent), { mode }, mode);
+      assert.deepEqual(policySent((await parse('--network', mode, 'x')).sent), { network: mode, allow: undefined }, mode);
     }
   });
 
   it('keeps the other container options beside the network', async () => {
     const { sent } = await parse('--memory', '1g', '--network', 'none', 'x');
-    assert.deepEqual(sent?.request.container, { memory: '1g', network: { mode: 'none' } });
+    assert.equal(sent?.call, 'run');
+    assert.deepEqual(sent.request.container, { memory: '1g', network: { mode: 'none' } });
   });
 
-  it('a run with a network policy is sent by POST /run (GET /run/stream takes no container options), --async by POST /run/async', async () => {
+  it('a run with only a network policy still streams (GET /run/stream takes it); other container options need POST /run; --async is POST /run/async', async () => {
     assert.equal((await parse('x')).sent?.call, 'stream');
-    assert.equal((await parse('--allow', 'pypi.org', 'x')).sent?.call, 'run');
+    assert.equal((await parse('--allow', 'pypi.org', 'x')).sent?.call, 'stream');
+    assert.equal((await parse('--memory', '1g', '--allow', 'pypi.org', 'x')).sent?.call, 'run');
     const queued = await parse('--async', '--network', 'none', 'x');
     assert.equal(queued.sent?.call, 'runAsync');
     assert.deepEqual(queued.sent?.request.container?.network, { mode: 'none' });

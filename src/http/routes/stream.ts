@@ -17,6 +17,17 @@ const StreamQuerySchema = Type.Object(
     workspace: Type.Optional(Type.String({ description: 'A workspace of the caller (UUID) mounted read-write at the workdir, as in POST /run.' })),
     session_id: Type.Optional(Type.String({ description: 'Session to resume (UUID); resume defaults to true when it is given.' })),
     resume: Type.Optional(Type.Boolean({ description: 'Continue the session named by session_id. Default false.' })),
+    network: Type.Optional(
+      Type.Union([Type.Literal('none'), Type.Literal('allowlist'), Type.Literal('open')], {
+        description: "What the run may reach through Berth's egress proxy, as POST /run's container.network.mode. Default allowlist (the operator's SERVICE_EGRESS_DEFAULT_ALLOW unless allow is given).",
+      }),
+    ),
+    allow: Type.Optional(
+      Type.String({
+        description: "Hosts the run may reach, comma-separated (container.network.allow of POST /run), e.g. `pypi.org,*.npmjs.org,example.com:8443`; empty: none but the model gateway. Implies network=allowlist.",
+        examples: ['pypi.org,*.npmjs.org'],
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -43,17 +54,25 @@ export interface StreamRouteDependencies {
   readonly sse: SseOptions;
 }
 
-/** The query as a run request. Resuming is the only session operation here, so session_id alone resumes. */
+/**
+ * The query as a run request. Resuming is the only session operation here, so session_id alone resumes.
+ * `network` and `allow` become container.network, checked (and refused, naming container.network) as in
+ * POST /run.
+ */
 export function toRunRequest(query: StreamQuery): RunRequest {
   const engine = {
     ...(query.session_id !== undefined ? { session_id: query.session_id } : {}),
     ...(query.resume !== undefined || query.session_id !== undefined ? { resume: query.resume ?? true } : {}),
   };
+  // `allow=` (empty) is the empty list: only the model gateway.
+  const allow = query.allow === undefined ? undefined : query.allow.trim() === '' ? [] : query.allow.split(',').map((host) => host.trim());
+  const network = query.network !== undefined || allow !== undefined ? { mode: query.network ?? 'allowlist', ...(allow !== undefined ? { allow } : {}) } : undefined;
   return {
     prompt: query.prompt,
     ...(query.workdir !== undefined ? { workdir: query.workdir } : {}),
     ...(query.workspace !== undefined ? { workspace: query.workspace } : {}),
     ...(Object.keys(engine).length > 0 ? { engine } : {}),
+    ...(network !== undefined ? { container: { network } } : {}),
   };
 }
 

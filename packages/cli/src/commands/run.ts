@@ -2,7 +2,7 @@
 // allow it, else answered at once by POST /run; --async queues it as a job. Ctrl-C aborts the request,
 // and the server removes the run's container when its client goes away.
 import { Command, InvalidArgumentError, Option } from 'commander';
-import type { Berth, ContainerOptions, NetworkMode, RunRequest } from '@berth/client';
+import type { Berth, ContainerOptions, NetworkMode, NetworkPolicy, RunRequest } from '@berth/client';
 import type { Context, ContextOf } from '../context.js';
 import { CliError, Interrupted } from '../errors.js';
 import { onInterrupt } from '../interrupt.js';
@@ -100,10 +100,14 @@ export function runRequest(prompt: string, options: RunOptions): RunRequest {
   };
 }
 
-/** GET /run/stream takes a prompt, a workdir, a workspace and a session to resume; anything else needs POST /run. */
+/**
+ * GET /run/stream takes a prompt, a workdir, a workspace, a session to resume and the egress policy
+ * (container.network); anything else needs POST /run.
+ */
 function streamable(request: RunRequest): boolean {
   const { model, fork_session, continue: latest, ...rest } = request.engine ?? {};
-  return request.container === undefined && model === undefined && !fork_session && !latest && Object.keys(rest).every((key) => key === 'session_id' || key === 'resume');
+  const containerOptions = Object.keys(request.container ?? {});
+  return containerOptions.every((key) => key === 'network') && model === undefined && !fork_session && !latest && Object.keys(rest).every((key) => key === 'session_id' || key === 'resume');
 }
 
 async function stream(context: Context, request: RunRequest): Promise<void> {
@@ -118,6 +122,7 @@ async function stream(context: Context, request: RunRequest): Promise<void> {
         ...(request.workdir !== undefined ? { workdir: request.workdir } : {}),
         ...(request.workspace !== undefined ? { workspace: request.workspace } : {}),
         ...(request.engine?.session_id !== undefined ? { session_id: request.engine.session_id, resume: true } : {}),
+        ...streamNetwork(request.container?.network),
       },
       { signal: interrupt.signal },
     );
@@ -171,4 +176,13 @@ async function queue(context: Context, request: RunRequest & { webhook_url?: str
 function continueHint(sessionId: string): void {
   if (!process.stderr.isTTY) return;
   process.stderr.write(styled(process.stderr, 'dim', `session ${sessionId} · continue it with: berth run --resume ${sessionId} "…"`) + '\n');
+}
+
+/** container.network as GET /run/stream's `network` and `allow` (comma-separated) query parameters. */
+function streamNetwork(network: NetworkPolicy | undefined): { network?: NetworkMode; allow?: string } {
+  if (network === undefined) return {};
+  return {
+    ...(network.mode !== undefined ? { network: network.mode } : {}),
+    ...(network.allow !== undefined ? { allow: network.allow.join(',') } : {}),
+  };
 }
