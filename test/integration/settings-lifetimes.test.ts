@@ -53,12 +53,14 @@ describe('settings of lifetimes', () => {
       }, 30_000, 200);
       assert.equal(exited.exit_error, 'agent: idle timeout reached');
       assert.equal(exited.idle_timeout_seconds, 3, 'the spawn named none: SERVICE_AGENT_IDLE_TIMEOUT applies');
-      // The agent's own clock: idle since its last activity, ended 3 s later, forgotten 3 s after that.
+      // The agent's own clock: idle since its last activity, ended at least 3 s later.
       const lastActivity = Date.parse(exited.last_activity_at);
       assert.ok(Date.now() - lastActivity >= 2_900, `idle for the timeout first (${Date.now() - lastActivity} ms)`);
+      const seenExited = Date.now();
       await waitFor('the exited agent forgotten', async () => (await t.request('GET', `/agents/${id}`)).status === 404 || undefined, 30_000, 200);
-      const forgottenAfter = Date.now() - lastActivity;
-      assert.ok(forgottenAfter >= 5_500, `readable as exited for the retention after the idle timeout, then gone (${forgottenAfter} ms after its last activity)`);
+      // Seen exited up to a poll late (longer on a loaded machine); without the retention it would be gone at the next 0.5 s tick.
+      const readableFor = Date.now() - seenExited;
+      assert.ok(readableFor >= 1_500, `readable as exited for the retention (3 s), then gone: ${readableFor} ms`);
       assert.deepEqual(await t.leftovers(), []);
     });
   });
