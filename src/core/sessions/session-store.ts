@@ -1,35 +1,19 @@
-// Session directories on disk: one per session id under SERVICE_AGENT_SESSIONS_DIR, holding the session's
-// transcripts, written by Berth only. A run never mounts one: it gets a fresh engine configuration
-// directory with copies of the transcripts (run-config-dirs.ts), and its own transcript is carried back
-// when it ends, so nothing a run plants there changes how a later run of the session starts.
-// Every path is built from an id that passed UUID_PATTERN first: `../../etc` never reaches the filesystem.
+// The sessions runs and agents take: a session's directory (session-dirs.ts) held by one run at a time
+// (session-leases.ts), with a configuration directory of the run's own to mount (run-config-dirs.ts) whose
+// transcript is carried back when the run ends.
 import { randomUUID } from 'node:crypto';
-import { constants } from 'node:fs';
-import { mkdir, open, readdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errors } from '../../errors.js';
 import type { SessionIntent } from '../run-plan.js';
 import type { EngineSession } from '../../engine/command.js';
-import { transcriptFiles } from '../../engine/transcript.js';
-import { isDirectory, pathExists } from './session-files.js';
+import { Settling } from '../settling.js';
 import { RunConfigDirs, type RunConfigDir } from './run-config-dirs.js';
+import { HIDDEN_MARKER, projectDirName, SessionDirs } from './session-dirs.js';
+import { SessionLeases, type SessionLease } from './session-leases.js';
 import { checkSessionUuid } from './session-id.js';
-import { UUID_PATTERN } from '../../uuid.js';
 import { WRITABLE_DIR, type RunDisks, type WritablePlace } from '../../runtime/run-disk.js';
 
-export { checkSessionUuid };
-
-/** Per-run engine configuration directories (run-config-dirs.ts). */
-const RUNS_DIR = '.runs';
-/** A session directory holding this file belongs to a persistent agent: not listed, its transcript not served. */
-export const HIDDEN_MARKER = '.berth-agent';
-/** The caller that created the session (core/auth/caller.ts); absent for sessions from before owners existed. */
-const OWNER_FILE = '.berth-owner';
-
-/** The engine names a project directory after its cwd with every non-alphanumeric character replaced by '-'. */
-export function projectDirName(cwd: string): string {
-  return cwd.replace(/[^A-Za-z0-9]/g, '-');
-}
+export { checkSessionUuid, HIDDEN_MARKER, projectDirName };
 
 /** A session directory prepared for one run, with what to undo when the run ends. */
 export interface PreparedSession {
@@ -75,10 +59,10 @@ function onDisk(run: RunConfigDir): Pick<PreparedSession, 'writable' | 'workdirO
 }
 
 export class SessionStore {
-  private readonly busy = new Set<string>();
+  private readonly leases = new SessionLeases();
   /** Sessions whose run was answered while its engine, container and transcript were still being finished. */
-  private readonly settling = new Map<string, Promise<void>>();
-  private root: string;
+  private readonly settling = new Settling();
+  private readonly dirs: SessionDirs;
   private runDirs: RunConfigDirs | undefined;
 
   constructor(
@@ -91,20 +75,23 @@ export class SessionStore {
       readonly disks?: RunDisks;
     },
   ) {
-    this.root = dir;
+    this.dirs = new SessionDirs(dir);
   }
 
   /** Berth's (symlink-free) path of the sessions directory. */
   get dir(): string {
-    return this.root;
+    return this.dirs.dir;
   }
 
   /** `liveRuns`: ids of runs a previous process started whose containers still run; their directories stay. */
   async init(liveRuns: ReadonlySet<string> = new Set()): Promise<void> {
-    await mkdir(this.root, { recursive: true, mode: 0o700 });
-    // Transcripts are read only at lexical paths below a real one (engine/transcript.ts checks it).
-    this.root = await realpath(this.root);
-    this.runDirs = new RunConfigDirs(join(this.root, RUNS_DIR), join(this.hostDir, RUNS_DIR), this.options.transcriptLimitBytes, this.options.disks);
+    await this.dirs.init();
+    this.runDirs = new RunConfigDirs(
+      SessionDirs.runsDirIn(this.dirs.dir),
+      SessionDirs.runsDirIn(this.hostDir),
+      this.options.transcriptLimitBytes,
+      this.options.disks,
+    );
     await this.runDirs.init(liveRuns);
   }
 
@@ -115,10 +102,10 @@ export class SessionStore {
    */
   async reclaim(run: { readonly runId: string; readonly sessionId: string; readonly owner: string; readonly workdir: string; readonly persistent: boolean }): Promise<PreparedSession | undefined> {
     const sessionId = checkSessionUuid(run.sessionId);
-    const dir = join(this.root, sessionId);
+    const dir = this.dirs.at(sessionId);
     const runDir = await this.runs.existing(run.runId, projectDirName(run.workdir), run.persistent ? dir : undefined);
     if (!runDir) return undefined;
-    this.lock(sessionId);
+    const lease = this.leases.take(sessionId);
     return {
       sessionId,
       engineSession: run.persistent ? { kind: 'resume', sessionId } : { kind: 'ephemeral', sessionId },
@@ -128,14 +115,13 @@ export class SessionStore {
       release: async () => {
         try {
           if (run.persistent) {
-            if (!(await isDirectory(dir))) await this.createDir(sessionId, run.owner).catch(() => undefined);
-            const carried = await this.runs.carryBack(runDir, sessionId, dir);
-            if (carried.refused.length > 0) this.options.onCarryRefused?.(sessionId, carried.refused);
-            if ((await transcriptFiles(dir, sessionId)).length === 0) await rm(dir, { recursive: true, force: true });
+            if (!(await this.dirs.exists(sessionId))) await this.dirs.create(sessionId, run.owner).catch(() => undefined);
+            await this.carryBack(runDir, sessionId);
+            if (await this.dirs.neverRan(sessionId)) await this.dirs.remove(sessionId);
           }
         } finally {
           await this.runs.remove(runDir).catch(() => undefined);
-          this.busy.delete(sessionId);
+          lease.release();
         }
       },
     };
@@ -146,23 +132,12 @@ export class SessionStore {
    * settled, every request that reads or takes the session waits for it instead of seeing it half-done.
    */
   settleInBackground(sessionId: string, rest: Promise<unknown>): void {
-    const settled = rest.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.settling.set(sessionId, settled);
-    void settled.then(() => {
-      if (this.settling.get(sessionId) === settled) this.settling.delete(sessionId);
-    });
+    this.settling.add(sessionId, rest);
   }
 
   /** Resolves once the named session (or, without one, every session) has no answered run still ending. */
   async settled(sessionId?: string): Promise<void> {
-    if (sessionId !== undefined) {
-      await this.settling.get(sessionId);
-      return;
-    }
-    await Promise.all([...this.settling.values()]);
+    await this.settling.settled(sessionId);
   }
 
   private get runs(): RunConfigDirs {
@@ -171,58 +146,38 @@ export class SessionStore {
   }
 
   pathOf(sessionId: string): string {
-    return join(this.root, checkSessionUuid(sessionId));
+    return this.dirs.pathOf(sessionId);
   }
 
   async exists(sessionId: string): Promise<boolean> {
-    return isDirectory(this.pathOf(sessionId));
+    return this.dirs.exists(checkSessionUuid(sessionId));
   }
 
   /** Whether the session exists, belongs to `owner` and is not a persistent agent's. */
   async isVisible(sessionId: string, owner: string): Promise<boolean> {
-    const dir = this.pathOf(sessionId);
-    await this.settled(checkSessionUuid(sessionId));
-    return (await this.belongsTo(dir, owner)) && !(await pathExists(join(dir, HIDDEN_MARKER)));
-  }
-
-  /** Whether the session directory exists and was created by `owner`. */
-  private async belongsTo(dir: string, owner: string): Promise<boolean> {
-    if (!(await isDirectory(dir))) return false;
-    const recorded = await readFile(join(dir, OWNER_FILE), 'utf8').catch((error: NodeJS.ErrnoException) => {
-      if (error.code === 'ENOENT') return '';
-      throw error;
-    });
-    return recorded === owner;
+    const id = checkSessionUuid(sessionId);
+    await this.settled(id);
+    return (await this.dirs.belongsTo(id, owner)) && !(await this.dirs.isHidden(id));
   }
 
   /** Marks a session as a persistent agent's (the agents service calls this for the sessions it owns). */
   async hide(sessionId: string): Promise<void> {
-    // O_NOFOLLOW: the directory is writable from the container; a planted link must not be followed.
-    const marker = await open(join(this.pathOf(sessionId), HIDDEN_MARKER), constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW, 0o644);
-    await marker.close();
+    await this.dirs.hide(checkSessionUuid(sessionId));
   }
 
   /** Gives a session prepared for nobody yet (a pooled engine's) to the caller that claimed it. */
   async assignOwner(sessionId: string, owner: string): Promise<void> {
-    const path = join(this.pathOf(checkSessionUuid(sessionId)), OWNER_FILE);
-    // The directory is Berth's only; O_NOFOLLOW all the same, as for every write there.
-    const file = await open(path, constants.O_WRONLY | constants.O_TRUNC | constants.O_NOFOLLOW);
-    try {
-      await file.writeFile(owner);
-    } finally {
-      await file.close();
-    }
+    await this.dirs.assignOwner(checkSessionUuid(sessionId), owner);
   }
 
   /** Removes the sessions of an owner that never ran (pooled engines' left by a killed process). */
   async removeUnused(ownerPrefix: string): Promise<number> {
     let removed = 0;
-    for (const id of await this.sessionIds()) {
-      if (this.busy.has(id)) continue;
-      const dir = join(this.root, id);
-      const owner = await readFile(join(dir, OWNER_FILE), 'utf8').catch(() => undefined);
-      if (owner?.startsWith(ownerPrefix) && (await transcriptFiles(dir, id)).length === 0) {
-        await rm(dir, { recursive: true, force: true });
+    for (const id of await this.dirs.ids()) {
+      if (this.leases.isHeld(id)) continue;
+      const owner = await this.dirs.ownerOf(id);
+      if (owner?.startsWith(ownerPrefix) && (await this.dirs.neverRan(id))) {
+        await this.dirs.remove(id);
         removed += 1;
       }
     }
@@ -235,19 +190,17 @@ export class SessionStore {
    */
   async removeIfNeverRun(sessionId: string, owner: string): Promise<void> {
     const id = checkSessionUuid(sessionId);
-    const dir = join(this.root, id);
-    if (this.busy.has(id) || !(await this.belongsTo(dir, owner))) return;
-    if ((await transcriptFiles(dir, id)).length === 0) await rm(dir, { recursive: true, force: true });
+    if (this.leases.isHeld(id) || !(await this.dirs.belongsTo(id, owner))) return;
+    if (await this.dirs.neverRan(id)) await this.dirs.remove(id);
   }
 
   isBusy(sessionId: string): boolean {
-    return this.busy.has(checkSessionUuid(sessionId));
+    return this.leases.isHeld(checkSessionUuid(sessionId));
   }
 
   /**
-   * Creates or finds the directory for a run and marks the session busy until release(). A second run
-   * on a busy session is refused with 409 rather than queued: two engines writing one transcript corrupt it,
-   * and a caller that retries knows its turn order, which a queue would hide.
+   * Creates or finds the directory for a run and holds the session until release(); a second run on a held
+   * session is refused with 409 (session-leases.ts).
    */
   async prepare(
     intent: SessionIntent,
@@ -287,19 +240,13 @@ export class SessionStore {
    * transcript's time is when Berth carried it back from a run, never a time a run could set.
    */
   async latestForWorkdir(workdir: string, owner: string): Promise<string | undefined> {
-    const project = projectDirName(workdir);
     await this.settled();
     let best: { id: string; mtime: number } | undefined;
-    for (const id of await this.sessionIds()) {
-      if (!(await this.belongsTo(join(this.root, id), owner))) continue;
-      try {
-        const info = await stat(join(this.root, id, 'projects', project, `${id}.jsonl`));
-        if ((!best || info.mtimeMs > best.mtime) && !(await pathExists(join(this.root, id, HIDDEN_MARKER)))) {
-          best = { id, mtime: info.mtimeMs };
-        }
-      } catch {
-        // No transcript of this session for this workdir.
-      }
+    for (const id of await this.dirs.ids()) {
+      if (!(await this.dirs.belongsTo(id, owner))) continue;
+      const mtime = await this.dirs.transcriptTime(id, workdir);
+      if (mtime === undefined || (best && mtime <= best.mtime)) continue;
+      if (!(await this.dirs.isHidden(id).catch(() => true))) best = { id, mtime };
     }
     return best?.id;
   }
@@ -308,14 +255,10 @@ export class SessionStore {
   async list(owner: string): Promise<StoredSession[]> {
     await this.settled();
     const sessions: StoredSession[] = [];
-    for (const id of await this.sessionIds()) {
-      const dir = join(this.root, id);
+    for (const id of await this.dirs.ids()) {
       try {
-        if (!(await this.belongsTo(dir, owner)) || (await pathExists(join(dir, HIDDEN_MARKER)))) continue;
-        const files = await transcriptFiles(dir, id);
-        let lastActivityMs = files.length === 0 ? (await stat(dir)).mtimeMs : 0;
-        for (const file of files) lastActivityMs = Math.max(lastActivityMs, (await stat(file)).mtimeMs);
-        sessions.push({ id, dir, lastActivityMs });
+        if (!(await this.dirs.belongsTo(id, owner)) || (await this.dirs.isHidden(id))) continue;
+        sessions.push({ id, dir: this.dirs.at(id), lastActivityMs: await this.dirs.lastActivity(id) });
       } catch (error) {
         // Deleted while being listed.
         if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
@@ -329,42 +272,37 @@ export class SessionStore {
     const id = checkSessionUuid(sessionId);
     if (!(await this.isVisible(id, owner))) throw errors.sessionNotFound(id);
     // Held while deleting, so no run can claim the directory half-way through.
-    this.lock(id);
+    const lease = this.leases.take(id);
     try {
       await teardown?.(id);
-      await rm(join(this.root, id), { recursive: true, force: true });
+      await this.dirs.remove(id);
     } finally {
-      this.busy.delete(id);
+      lease.release();
     }
-  }
-
-  private async sessionIds(): Promise<string[]> {
-    const entries = await readdir(this.root, { withFileTypes: true });
-    return entries.filter((entry) => entry.isDirectory() && UUID_PATTERN.test(entry.name)).map((entry) => entry.name);
   }
 
   private async createNew(workdir: string, owner: string, presetId: string | undefined, run: RunDirOptions): Promise<PreparedSession> {
     const sessionId = presetId === undefined ? randomUUID() : checkSessionUuid(presetId);
-    this.lock(sessionId);
+    const lease = this.leases.take(sessionId);
     try {
-      await this.createDir(sessionId, owner);
-      return await this.claimed(workdir, sessionId, { kind: 'new', sessionId }, true, undefined, run);
+      await this.dirs.create(sessionId, owner);
+      return await this.claimed(workdir, lease, { kind: 'new', sessionId }, true, undefined, run);
     } catch (error) {
-      await rm(join(this.root, sessionId), { recursive: true, force: true });
-      this.busy.delete(sessionId);
+      await this.dirs.remove(sessionId);
+      lease.release();
       throw error;
     }
   }
 
   private async claimExisting(workdir: string, owner: string, sessionId: string, run: RunDirOptions): Promise<PreparedSession> {
     await this.settled(sessionId);
-    // Locked before the existence check: a concurrent DELETE either finished (404 here) or is refused.
-    this.lock(sessionId);
+    // Taken before the existence check: a concurrent DELETE either finished (404 here) or is refused.
+    const lease = this.leases.take(sessionId);
     try {
-      if (!(await this.belongsTo(join(this.root, sessionId), owner))) throw errors.sessionNotFound(sessionId);
-      return await this.claimed(workdir, sessionId, { kind: 'resume', sessionId }, false, { sessionDir: join(this.root, sessionId), sessionId }, run);
+      if (!(await this.dirs.belongsTo(sessionId, owner))) throw errors.sessionNotFound(sessionId);
+      return await this.claimed(workdir, lease, { kind: 'resume', sessionId }, false, { sessionDir: this.dirs.at(sessionId), sessionId }, run);
     } catch (error) {
-      this.busy.delete(sessionId);
+      lease.release();
       throw error;
     }
   }
@@ -373,36 +311,30 @@ export class SessionStore {
     const sessionId = presetId === undefined ? randomUUID() : checkSessionUuid(presetId);
     await this.settled(from);
     // The forked run gets a copy of the original's transcripts in its own directory, so the original is
-    // never written by it. The original is locked while it is copied: a run writing it meanwhile would leave
+    // never written by it. The original is held while it is copied: a run writing it meanwhile would leave
     // a half-written line in the copy.
-    this.lock(from);
+    const original = this.leases.take(from);
     try {
-      if (!(await this.belongsTo(join(this.root, from), owner))) throw errors.sessionNotFound(from);
-      this.lock(sessionId);
-      const dir = join(this.root, sessionId);
+      if (!(await this.dirs.belongsTo(from, owner))) throw errors.sessionNotFound(from);
+      const lease = this.leases.take(sessionId);
       try {
-        if (await pathExists(dir)) throw errors.internal(`session directory ${sessionId} already exists`);
-        await this.createDir(sessionId, owner);
-        return await this.claimed(workdir, sessionId, { kind: 'fork', fromSessionId: from, sessionId }, true, { sessionDir: join(this.root, from), sessionId: from }, run);
+        if (await this.dirs.occupied(sessionId)) throw errors.internal(`session directory ${sessionId} already exists`);
+        await this.dirs.create(sessionId, owner);
+        return await this.claimed(workdir, lease, { kind: 'fork', fromSessionId: from, sessionId }, true, { sessionDir: this.dirs.at(from), sessionId: from }, run);
       } catch (error) {
-        await rm(dir, { recursive: true, force: true });
-        this.busy.delete(sessionId);
+        await this.dirs.remove(sessionId);
+        lease.release();
         throw error;
       }
     } finally {
-      this.busy.delete(from);
+      original.release();
     }
   }
 
-  private async createDir(sessionId: string, owner: string): Promise<void> {
-    const dir = join(this.root, sessionId);
-    await mkdir(dir, { mode: 0o700 });
-    await writeFile(join(dir, OWNER_FILE), owner, { mode: 0o600, flag: 'wx' });
-  }
-
-  private lock(sessionId: string): void {
-    if (this.busy.has(sessionId)) throw errors.sessionBusy(sessionId);
-    this.busy.add(sessionId);
+  /** Carries a run's transcript back into its session's directory, reporting what was refused. */
+  private async carryBack(runDir: RunConfigDir, sessionId: string): Promise<void> {
+    const carried = await this.runs.carryBack(runDir, sessionId, this.dirs.at(sessionId));
+    if (carried.refused.length > 0) this.options.onCarryRefused?.(sessionId, carried.refused);
   }
 
   /**
@@ -412,13 +344,13 @@ export class SessionStore {
    */
   private async claimed(
     workdir: string,
-    sessionId: string,
+    lease: SessionLease,
     engineSession: EngineSession,
     created: boolean,
     carry: { readonly sessionDir: string; readonly sessionId: string } | undefined,
     options: RunDirOptions,
   ): Promise<PreparedSession> {
-    const dir = join(this.root, sessionId);
+    const { sessionId } = lease;
     // Named by the run id when there is one, so that a later process can find a run it follows again.
     const run: RunConfigDir = await this.runs.create(projectDirName(workdir), carry, options.runId, sessionId, options.diskBytes);
     return {
@@ -430,12 +362,11 @@ export class SessionStore {
       ...(engineSession.kind === 'new' ? { recordTitle: (title: string) => this.runs.noteTitle(run, title) } : {}),
       release: async () => {
         try {
-          const carried = await this.runs.carryBack(run, sessionId, dir);
-          if (carried.refused.length > 0) this.options.onCarryRefused?.(sessionId, carried.refused);
-          if (created && (await transcriptFiles(dir, sessionId)).length === 0) await rm(dir, { recursive: true, force: true });
+          await this.carryBack(run, sessionId);
+          if (created && (await this.dirs.neverRan(sessionId))) await this.dirs.remove(sessionId);
         } finally {
           await this.runs.remove(run).catch(() => undefined);
-          this.busy.delete(sessionId);
+          lease.release();
         }
       },
     };

@@ -12,6 +12,7 @@ import type { SessionLink, WorkspaceRecord, WorkspaceSource, WorkspaceStore } fr
 import { takeCheckpoint as takeCheckpointOnDisk } from './checkpoints.js';
 import { treeUsage } from './workspace-files.js';
 import { translatingFullDisk } from './index-errors.js';
+import { Settling } from '../settling.js';
 
 export type { WorkspaceRecord, WorkspaceSource } from '../../store/workspaces/workspace-store.js';
 
@@ -128,7 +129,7 @@ export class WorkspaceService {
    * Runs answered at their result while their container still holds the workspace (RunService
    * executeUntilAnswered): a request on the workspace waits for that end instead of seeing it in use.
    */
-  private readonly settling = new Map<string, Promise<void>>();
+  private readonly settling = new Settling();
   private readonly settings: WorkspaceSettings;
   private readonly now: () => number;
 
@@ -176,16 +177,12 @@ export class WorkspaceService {
 
   /** The run holding `id` was answered; until `rest` settles, requests on the workspace wait for it (settled). */
   settleInBackground(id: string, rest: Promise<unknown>): void {
-    const settled = rest.then(() => undefined, () => undefined);
-    this.settling.set(id, settled);
-    void settled.then(() => {
-      if (this.settling.get(id) === settled) this.settling.delete(id);
-    });
+    this.settling.add(id, rest);
   }
 
   /** Resolves once no answered run still holds the workspace. */
   async settled(id: string): Promise<void> {
-    await this.settling.get(id);
+    await this.settling.settled(id);
   }
 
   async get(owner: string, id: string): Promise<WorkspaceView> {
