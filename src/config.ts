@@ -226,6 +226,8 @@ export interface Config {
   readonly events: {
     /** Events kept per agent or job. */
     readonly maxPerStream: number;
+    /** Bytes of events kept per agent or job. */
+    readonly maxBytesPerStream: number;
     /** Events older than this are pruned. */
     readonly maxAgeMs: number;
   };
@@ -618,6 +620,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     events: {
       maxPerStream: read.int('SERVICE_EVENTS_MAX_PER_STREAM', 5_000, 1, 10_000_000),
+      maxBytesPerStream: read.memory('SERVICE_EVENTS_MAX_BYTES_PER_STREAM', '64m'),
       maxAgeMs: read.duration('SERVICE_EVENTS_MAX_AGE', '24h'),
     },
     auth: {

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { EventLog, EventRetention } from '../../src/store/events/event-log.js';
 
-const ROOMY: EventRetention = { maxPerStream: 1_000, maxAgeMs: 3_600_000 };
+const ROOMY: EventRetention = { maxPerStream: 1_000, maxAgeMs: 3_600_000, maxBytesPerStream: 64 * 1024 * 1024 };
 const T0 = Date.parse('2030-01-01T00:00:00.000Z');
 
 /** Slack a backend may keep beyond maxPerStream between two prune() calls (SqliteEventLog: one prune per 64 appends). */
@@ -45,7 +45,7 @@ export function eventLogContract(name: string, open: (retention: EventRetention)
       }));
 
     it('prune() keeps each stream\'s newest maxPerStream events and says which ids were lost', () =>
-      withLog({ maxPerStream: 3, maxAgeMs: 3_600_000 }, async (log) => {
+      withLog({ maxPerStream: 3, maxAgeMs: 3_600_000, maxBytesPerStream: 64 * 1024 * 1024 }, async (log) => {
         const ids: number[] = [];
         for (let i = 0; i < 10; i += 1) ids.push((await log.append('agent:a', 'output', { n: i }, T0 + i)).id);
         const other = await log.append('agent:b', 'output', { n: 0 }, T0);
@@ -62,7 +62,7 @@ export function eventLogContract(name: string, open: (retention: EventRetention)
       }));
 
     it('appends alone keep a stream near its count bound', () =>
-      withLog({ maxPerStream: 5, maxAgeMs: 3_600_000 }, async (log) => {
+      withLog({ maxPerStream: 5, maxAgeMs: 3_600_000, maxBytesPerStream: 64 * 1024 * 1024 }, async (log) => {
         for (let i = 0; i < 300; i += 1) await log.append('agent:a', 'output', { n: i }, T0 + i);
         const kept = await log.after('agent:a', 0);
         assert.ok(kept.events.length <= 5 + APPEND_PRUNE_SLACK, `${kept.events.length} events kept`);
@@ -70,8 +70,27 @@ export function eventLogContract(name: string, open: (retention: EventRetention)
         assert.ok(kept.lostThrough !== undefined && kept.lostThrough < kept.events[0]!.id);
       }));
 
+    it('each stream keeps at most maxBytesPerStream of event data, the newest event whatever its size', () =>
+      withLog({ maxPerStream: 1_000, maxAgeMs: 3_600_000, maxBytesPerStream: 10_000 }, async (log) => {
+        const kilobyte = 'x'.repeat(1_000);
+        for (let i = 0; i < 40; i += 1) await log.append('agent:a', 'output', { n: i, content: kilobyte }, T0 + i);
+        const small = await log.append('agent:b', 'output', { n: 0 }, T0);
+        await log.prune(T0 + 40);
+        const kept = await log.after('agent:a', 0);
+        const bytes = kept.events.reduce((sum, e) => sum + Buffer.byteLength(JSON.stringify(e.data)), 0);
+        assert.ok(bytes <= 10_000, `${bytes} bytes kept`);
+        assert.ok(kept.events.length >= 8, `the newest that fit are kept (${kept.events.length})`);
+        assert.equal(kept.events.at(-1)!.data['n'], 39);
+        assert.ok(kept.lostThrough !== undefined);
+        assert.deepEqual((await log.after('agent:b', 0)).events, [small]);
+        // One event larger than the bound is kept, alone.
+        const huge = await log.append('agent:a', 'output', { content: 'y'.repeat(20_000) }, T0 + 41);
+        await log.prune(T0 + 42);
+        assert.deepEqual((await log.after('agent:a', 0)).events.map((e) => e.id), [huge.id]);
+      }));
+
     it('prune() removes events older than maxAgeMs, in every stream', () =>
-      withLog({ maxPerStream: 1_000, maxAgeMs: 60_000 }, async (log) => {
+      withLog({ maxPerStream: 1_000, maxAgeMs: 60_000, maxBytesPerStream: 64 * 1024 * 1024 }, async (log) => {
         const old = await log.append('job:j', 'status', { status: 'pending' }, T0);
         const oldOther = await log.append('agent:a', 'output', {}, T0 + 1);
         const recent = await log.append('job:j', 'status', { status: 'running' }, T0 + 50_000);
@@ -85,7 +104,7 @@ export function eventLogContract(name: string, open: (retention: EventRetention)
       }));
 
     it('removeStream() forgets the stream\'s events and its losses, and its ids are never handed out again', () =>
-      withLog({ maxPerStream: 2, maxAgeMs: 3_600_000 }, async (log) => {
+      withLog({ maxPerStream: 2, maxAgeMs: 3_600_000, maxBytesPerStream: 64 * 1024 * 1024 }, async (log) => {
         for (let i = 0; i < 5; i += 1) await log.append('agent:a', 'output', { n: i }, T0 + i);
         const last = await log.append('agent:a', 'exited', {}, T0 + 5);
         await log.prune(T0 + 6);

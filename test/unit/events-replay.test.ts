@@ -14,7 +14,7 @@ type Frame = (AgentEvent | EventsLostEvent) & { id?: number };
 const READY = { kind: 'line' as const, text: '{"type":"control_response","response":{"subtype":"success","request_id":"berth-ready","response":{}}}' };
 const out = (n: number) => ({ kind: 'line' as const, text: `{"type":"assistant","n":${n}}` });
 
-function setUp(retention = { maxPerStream: 1_000, maxAgeMs: 3_600_000 }, subscriberBuffer?: number) {
+function setUp(retention = { maxPerStream: 1_000, maxAgeMs: 3_600_000, maxBytesPerStream: 64 * 1024 * 1024 }, subscriberBuffer?: number) {
   const log = new SqliteEventLog(':memory:', retention);
   const recorder = new StreamRecorder(log, 'agent:agent-1', (error) => assert.fail(String(error)));
   const agent = new Agent({
@@ -95,7 +95,7 @@ test('a subscriber whose buffer dropped events is sent them again from the log',
 });
 
 test('events no longer kept are announced by events_lost, then what is kept follows', async () => {
-  const { agent, recorder, log, follow } = setUp({ maxPerStream: 3, maxAgeMs: 3_600_000 });
+  const { agent, recorder, log, follow } = setUp({ maxPerStream: 3, maxAgeMs: 3_600_000, maxBytesPerStream: 64 * 1024 * 1024 });
   const first = follow(undefined);
   agent.stdout(out(1));
   await recorder.flushed();

@@ -18,7 +18,7 @@ eventLogContract('sqlite in memory', (retention) => new SqliteEventLog(':memory:
 describe('SqliteEventLog', () => {
   it('keeps events, losses and the id sequence across a reopen (a restart of the service)', async () => {
     const path = freshPath();
-    const retention = { maxPerStream: 2, maxAgeMs: 3_600_000 };
+    const retention = { maxPerStream: 2, maxAgeMs: 3_600_000, maxBytesPerStream: 64 * 1024 * 1024 };
     const first = new SqliteEventLog(path, retention);
     const appended = [];
     for (let i = 0; i < 4; i += 1) appended.push(await first.append('agent:a', 'output', { n: i }, 1_000 + i));

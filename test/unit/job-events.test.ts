@@ -8,7 +8,7 @@ import { SqliteJobStore } from '../../src/store/jobs/sqlite-job-store.js';
 const T = (s: number) => new Date(Date.UTC(2030, 0, 1, 0, 0, s)).toISOString();
 
 function setUp(maxAgeMs = 3_600_000) {
-  const log = new SqliteEventLog(':memory:', { maxPerStream: 100, maxAgeMs });
+  const log = new SqliteEventLog(':memory:', { maxPerStream: 100, maxAgeMs, maxBytesPerStream: 64 * 1024 * 1024 });
   const events = new JobEvents(log, (error) => assert.fail(String(error)));
   const store = events.recording(new SqliteJobStore(':memory:'));
   const insert = () => store.insert({ id: 'job-1', sessionId: 's', runId: 'run-1', webhookUrl: null, request: { prompt: 'x' }, owner: '', createdAt: T(0) });

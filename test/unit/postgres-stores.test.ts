@@ -188,7 +188,7 @@ describe('PostgresDatabase', () => {
 
 describe('PostgreSQL stores shared by several nodes', () => {
   const T1 = '2030-01-01T00:00:01.000Z';
-  const retention = { maxPerStream: 1_000, maxAgeMs: 3_600_000 };
+  const retention = { maxPerStream: 1_000, maxAgeMs: 3_600_000, maxBytesPerStream: 64 * 1024 * 1024 };
 
   async function twoNodes() {
     const address = await server.createDatabase('nodes');
@@ -236,7 +236,7 @@ describe('PostgreSQL stores shared by several nodes', () => {
 
   it('nodes pruning the event log at once neither deadlock nor lose the count', async () => {
     const address = await server.createDatabase('prune');
-    const small = { maxPerStream: 3, maxAgeMs: 3_600_000 };
+    const small = { maxPerStream: 3, maxAgeMs: 3_600_000, maxBytesPerStream: 64 * 1024 * 1024 };
     const [a, b] = await Promise.all([PostgresEventLog.open(connect(address), small), PostgresEventLog.open(connect(address), small)]);
     for (let i = 0; i < 10; i += 1) {
       await Promise.all(Array.from({ length: 8 }, (_, s) => (s % 2 === 0 ? a : b).append(`agent:${s}`, 'output', { i }, 1_000 + i)));

@@ -7,6 +7,9 @@ import type { EventLog, StoredEvent } from '../../store/events/event-log.js';
 import type { StreamEvent, WithId } from './stream-recorder.js';
 
 /** Sent (without an id) when events the client asked for are no longer kept: it gets what is kept after them. */
+/** Events read from the log at a time. */
+const REPLAY_PAGE = 8;
+
 export interface EventsLostEvent {
   readonly type: 'events_lost';
   /** The last id the client had (Last-Event-ID), or the last one this stream sent it before it fell behind. */
@@ -42,11 +45,17 @@ export async function* replayThenLive<E extends StreamEvent>(options: ReplayOpti
   let last = options.afterId;
   let droppedSeen = live.dropped;
 
-  // What the log keeps after `after`, with an events_lost notice first when part of it is gone.
+  // What the log keeps after `after`, with an events_lost notice first when part of it is gone. Read a few
+  // events at a time: one may be megabytes (an agent's output line), and the reader waits for its client.
   async function* fromLogAfter(after: number): AsyncGenerator<WithId<E> | EventsLostEvent, void, undefined> {
-    const { events, lostThrough } = await log.after(stream, after);
-    if (lostThrough !== undefined) yield { type: 'events_lost', after, lost_through: lostThrough, at: new Date(now()).toISOString() };
-    for (const stored of events) yield options.fromLog(stored);
+    let from = after;
+    for (let first = true; ; first = false) {
+      const { events, lostThrough } = await log.after(stream, from, REPLAY_PAGE);
+      if (first && lostThrough !== undefined) yield { type: 'events_lost', after, lost_through: lostThrough, at: new Date(now()).toISOString() };
+      for (const stored of events) yield options.fromLog(stored);
+      if (events.length < REPLAY_PAGE) return;
+      from = events.at(-1)!.id;
+    }
   }
 
   // Deduplicates and advances `last`; false when the event is not to be sent.

@@ -32,6 +32,11 @@ export interface EventsAfter {
 export interface EventRetention {
   /** Events kept per stream; older ones are pruned. */
   readonly maxPerStream: number;
+  /**
+   * Bytes of event data (as JSON) kept per stream: an agent's output line may be megabytes, so a count alone
+   * does not bound the disk. The newest event is kept whatever its size.
+   */
+  readonly maxBytesPerStream: number;
   /** Events older than this are pruned (by prune(), which the service calls periodically). */
   readonly maxAgeMs: number;
 }

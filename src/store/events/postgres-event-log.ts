@@ -15,7 +15,10 @@ import type { EventLog, EventRetention, EventsAfter, StoredEvent } from './event
 
 const MIGRATIONS = new URL('./migrations/postgres/', import.meta.url);
 
-/** A stream is pruned to its count once every this many appends (it holds at most this many extra). */
+/**
+ * A stream is pruned to its bounds once every this many appends, or once it was appended a quarter of its byte
+ * bound since the last pruning (as the SQLite file does).
+ */
 const PRUNE_EVERY = 64;
 /** after() answers at most this many events per call unless asked for fewer. */
 const DEFAULT_READ_LIMIT = 10_000;
@@ -23,11 +26,19 @@ const DEFAULT_READ_LIMIT = 10_000;
 const LOCK_PRUNING = 'SELECT pg_advisory_xact_lock($1, $2)';
 
 /**
- * Keeps the stream's newest $2 events: deletes the older ones and records the highest deleted id, in one
- * statement. The cutoff is the $2-th newest id; nothing is deleted while the stream holds fewer.
+ * Keeps the stream's newest events within $2 events and $3 bytes of data (the newest one whatever its size):
+ * deletes the older ones and records the highest deleted id, in one statement. The cutoff is the younger of
+ * the $2-th newest id and the oldest id that still fits the bytes; nothing is deleted while both fit.
  */
-const PRUNE_STREAM_TO_COUNT = `
-  WITH cutoff AS (SELECT id FROM events WHERE stream = $1 ORDER BY id DESC LIMIT 1 OFFSET $2 - 1),
+const PRUNE_STREAM = `
+  WITH by_count AS (SELECT id FROM events WHERE stream = $1 ORDER BY id DESC LIMIT 1 OFFSET $2 - 1),
+  by_bytes AS (
+    SELECT min(id) AS id FROM (
+      SELECT id, sum(octet_length(data::text)) OVER (ORDER BY id DESC) AS total FROM events WHERE stream = $1
+    ) AS running
+    WHERE total <= $3 OR id = (SELECT max(id) FROM events WHERE stream = $1)
+  ),
+  cutoff AS (SELECT GREATEST((SELECT id FROM by_count), (SELECT id FROM by_bytes)) AS id),
   gone AS (DELETE FROM events WHERE stream = $1 AND id < (SELECT id FROM cutoff) RETURNING id),
   recorded AS (
     INSERT INTO event_streams_pruned (stream, through) SELECT $1, max(id) FROM gone HAVING count(*) > 0
@@ -63,7 +74,7 @@ interface AfterRow {
 }
 
 export class PostgresEventLog implements EventLog {
-  private readonly appendsSincePrune = new Map<string, number>();
+  private readonly sincePrune = new Map<string, { appends: number; bytes: number }>();
 
   private constructor(private readonly db: StoreQueries, private readonly retention: EventRetention) {}
 
@@ -78,15 +89,17 @@ export class PostgresEventLog implements EventLog {
       'INSERT INTO events (stream, type, data, at_ms) VALUES ($1, $2, $3, $4) RETURNING id',
       [stream, type, JSON.stringify(data), atMs],
     );
-    const appends = (this.appendsSincePrune.get(stream) ?? 0) + 1;
-    if (appends >= PRUNE_EVERY) {
-      this.appendsSincePrune.delete(stream);
+    const since = this.sincePrune.get(stream) ?? { appends: 0, bytes: 0 };
+    since.appends += 1;
+    since.bytes += Buffer.byteLength(JSON.stringify(data));
+    if (since.appends >= PRUNE_EVERY || since.bytes >= this.retention.maxBytesPerStream / 4) {
+      this.sincePrune.delete(stream);
       await this.db.transaction(async (tx) => {
         await tx.query(LOCK_PRUNING, advisoryLockKey('eventPrune'));
-        await pruneToCount(tx, stream, this.retention.maxPerStream);
+        await pruneStream(tx, stream, this.retention);
       });
     } else {
-      this.appendsSincePrune.set(stream, appends);
+      this.sincePrune.set(stream, since);
     }
     return { id: row!.id, stream, type, data, atMs };
   }
@@ -106,10 +119,10 @@ export class PostgresEventLog implements EventLog {
       const [aged] = await tx.query<{ removed: number }>(PRUNE_BY_AGE, [nowMs - this.retention.maxAgeMs]);
       let removed = aged!.removed;
       const crowded = await tx.query<{ stream: string }>(
-        'SELECT stream FROM events GROUP BY stream HAVING count(*) > $1',
-        [this.retention.maxPerStream],
+        'SELECT stream FROM events GROUP BY stream HAVING count(*) > $1 OR sum(octet_length(data::text)) > $2',
+        [this.retention.maxPerStream, this.retention.maxBytesPerStream],
       );
-      for (const { stream } of crowded) removed += await pruneToCount(tx, stream, this.retention.maxPerStream);
+      for (const { stream } of crowded) removed += await pruneStream(tx, stream, this.retention);
       return removed;
     });
   }
@@ -120,7 +133,7 @@ export class PostgresEventLog implements EventLog {
       await tx.query('DELETE FROM events WHERE stream = $1', [stream]);
       await tx.query('DELETE FROM event_streams_pruned WHERE stream = $1', [stream]);
     });
-    this.appendsSincePrune.delete(stream);
+    this.sincePrune.delete(stream);
   }
 
   /** Closes this log; the shared database stays open for the other stores (its opener closes it). */
@@ -129,7 +142,7 @@ export class PostgresEventLog implements EventLog {
   }
 }
 
-async function pruneToCount(tx: Queryable, stream: string, maxPerStream: number): Promise<number> {
-  const [row] = await tx.query<{ removed: number }>(PRUNE_STREAM_TO_COUNT, [stream, maxPerStream]);
+async function pruneStream(tx: Queryable, stream: string, retention: EventRetention): Promise<number> {
+  const [row] = await tx.query<{ removed: number }>(PRUNE_STREAM, [stream, retention.maxPerStream, retention.maxBytesPerStream]);
   return row!.removed;
 }

@@ -8,7 +8,11 @@ import type { EventLog, EventRetention, EventsAfter, StoredEvent } from './event
 
 const MIGRATIONS = new URL('./migrations/', import.meta.url);
 
-/** A stream is pruned to its count once every this many appends (it holds at most this many extra). */
+/**
+ * A stream is pruned to its bounds once every this many appends, or once it has been appended a quarter of
+ * its byte bound since the last pruning (so it holds at most this many extra events, or 1.25 times its bytes
+ * plus one event).
+ */
 const PRUNE_EVERY = 64;
 /** after() answers at most this many events per call unless asked for fewer. */
 const DEFAULT_READ_LIMIT = 10_000;
@@ -27,7 +31,7 @@ function toEvent(row: EventRow): StoredEvent {
 
 export class SqliteEventLog implements EventLog {
   private readonly db: Database.Database;
-  private readonly appendsSincePrune = new Map<string, number>();
+  private readonly sincePrune = new Map<string, { appends: number; bytes: number }>();
   private readonly statements;
 
   constructor(path: string, private readonly retention: EventRetention) {
@@ -39,6 +43,11 @@ export class SqliteEventLog implements EventLog {
       pruned: db.prepare('SELECT through FROM event_streams_pruned WHERE stream = ?'),
       // The id of the oldest event to keep: the maxPerStream-th newest.
       cutoff: db.prepare('SELECT id FROM events WHERE stream = ? ORDER BY id DESC LIMIT 1 OFFSET ?'),
+      // The oldest event that still fits the byte bound, counting from the newest (which is always kept).
+      byteCutoff: db.prepare(
+        'SELECT MIN(id) AS id FROM (SELECT id, SUM(LENGTH(CAST(data AS BLOB))) OVER (ORDER BY id DESC) AS total FROM events WHERE stream = ?) WHERE total <= ? OR id = (SELECT MAX(id) FROM events WHERE stream = ?)',
+      ),
+      streamsOverBytes: db.prepare('SELECT stream FROM events GROUP BY stream HAVING SUM(LENGTH(CAST(data AS BLOB))) > ?'),
       recordPruned: db.prepare(
         'INSERT INTO event_streams_pruned (stream, through) VALUES (?, ?) ON CONFLICT (stream) DO UPDATE SET through = MAX(through, excluded.through)',
       ),
@@ -53,13 +62,16 @@ export class SqliteEventLog implements EventLog {
   }
 
   async append(stream: string, type: string, data: Readonly<Record<string, unknown>>, atMs: number): Promise<StoredEvent> {
-    const id = Number(this.statements.insert.run(stream, type, JSON.stringify(data), atMs).lastInsertRowid);
-    const appends = (this.appendsSincePrune.get(stream) ?? 0) + 1;
-    if (appends >= PRUNE_EVERY) {
-      this.appendsSincePrune.delete(stream);
-      this.pruneCount(stream);
+    const json = JSON.stringify(data);
+    const id = Number(this.statements.insert.run(stream, type, json, atMs).lastInsertRowid);
+    const since = this.sincePrune.get(stream) ?? { appends: 0, bytes: 0 };
+    since.appends += 1;
+    since.bytes += Buffer.byteLength(json);
+    if (since.appends >= PRUNE_EVERY || since.bytes >= this.retention.maxBytesPerStream / 4) {
+      this.sincePrune.delete(stream);
+      this.pruneStream(stream);
     } else {
-      this.appendsSincePrune.set(stream, appends);
+      this.sincePrune.set(stream, since);
     }
     return { id, stream, type, data, atMs };
   }
@@ -81,9 +93,11 @@ export class SqliteEventLog implements EventLog {
         this.statements.recordPruned.run(stream, through);
       }
       removed += this.statements.deleteOld.run(cutoffMs).changes;
-      for (const { stream } of this.statements.streamsOverCount.all(this.retention.maxPerStream) as { stream: string }[]) {
-        removed += this.pruneCount(stream);
-      }
+      const over = new Set([
+        ...(this.statements.streamsOverCount.all(this.retention.maxPerStream) as { stream: string }[]).map((row) => row.stream),
+        ...(this.statements.streamsOverBytes.all(this.retention.maxBytesPerStream) as { stream: string }[]).map((row) => row.stream),
+      ]);
+      for (const stream of over) removed += this.pruneStream(stream);
       return removed;
     })();
   }
@@ -93,18 +107,20 @@ export class SqliteEventLog implements EventLog {
       this.statements.removeEvents.run(stream);
       this.statements.removePruned.run(stream);
     })();
-    this.appendsSincePrune.delete(stream);
+    this.sincePrune.delete(stream);
   }
 
   async close(): Promise<void> {
     this.db.close();
   }
 
-  /** Keeps the stream's newest maxPerStream events; answers how many were removed. */
-  private pruneCount(stream: string): number {
+  /** Keeps the stream's newest events within maxPerStream and maxBytesPerStream; answers how many were removed. */
+  private pruneStream(stream: string): number {
     return this.db.transaction(() => {
-      const cutoff = (this.statements.cutoff.get(stream, this.retention.maxPerStream - 1) as { id: number } | undefined)?.id;
-      if (cutoff === undefined) return 0;
+      const byCount = (this.statements.cutoff.get(stream, this.retention.maxPerStream - 1) as { id: number } | undefined)?.id;
+      const byBytes = (this.statements.byteCutoff.get(stream, this.retention.maxBytesPerStream, stream) as { id: number | null }).id;
+      const cutoff = Math.max(byCount ?? 0, byBytes ?? 0);
+      if (cutoff === 0) return 0;
       const through = (this.statements.maxBelow.get(stream, cutoff) as { through: number | null }).through;
       if (through === null) return 0;
       this.statements.recordPruned.run(stream, through);
