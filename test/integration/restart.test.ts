@@ -4,7 +4,6 @@
 // left.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { setTimeout as delay } from 'node:timers/promises';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
@@ -68,7 +67,8 @@ describe('work across restarts and shutdown modes', { timeout: 600_000 }, () => 
     // turn is; with two test files at work on 2 cores a 6 s turn sometimes ended first.
     await svc.api('POST', `/agents/${id}/send`, { prompt: 'run: /bin/sleep 12\nsay: after the sleep' });
     await waitFor('generating', async () => (await agentSnapshot(id)).status === 'generating' || undefined);
-    await delay(2_000);
+    // Killed while the turn's sleep runs in the agent's container, not before the engine reached it.
+    await waitFor('the turn\'s sleep to run', async () => svc.containers().some((name) => processesOf(name).includes('/bin/sleep 12')) || undefined, 60_000);
     await svc.signal('SIGKILL');
     await svc.start(env);
     assert.equal((await agentSnapshot(id)).status, 'generating', 'the turn in progress is still the agent\'s');
@@ -164,7 +164,7 @@ describe('work across restarts and shutdown modes', { timeout: 600_000 }, () => 
     await waitFor('idle', async () => (await agentSnapshot(agent.id)).status === 'idle' || undefined);
     const { body: job } = await svc.api('POST', '/run/async', { prompt: 'say: before the detach\nrun: /bin/sleep 5\nsay: after the detach' });
     await waitFor('the job to run', async () => (await svc.api('GET', `/jobs/${job.job_id}`)).body.status === 'running' || undefined);
-    await delay(1_500);
+    await waitFor('the job\'s sleep to run', async () => processesOf(`berth-${jobRecord(job.job_id).run_id}`).includes('/bin/sleep 5') || undefined, 60_000);
     const stopping = Date.now();
     await svc.signal('SIGTERM');
     assert.ok(Date.now() - stopping < 15_000, `a detach is quick (${Date.now() - stopping} ms)`);
@@ -206,7 +206,7 @@ describe('work across restarts and shutdown modes', { timeout: 600_000 }, () => 
     assert.equal(submitted.status, 200, JSON.stringify(submitted.body));
     const jobId: string = submitted.body.job_id;
     await waitFor('the job container to run', async () => (await svc.api('GET', `/jobs/${jobId}`)).body.status === 'running' && svc.containers().length === 1);
-    await delay(2_500); // the engine reaches its Bash tool: the sleep is running inside the container
+    await waitFor('the engine at its Bash tool', async () => processesOf(`berth-${jobRecord(jobId).run_id}`).includes('/bin/sleep 8') || undefined, 60_000);
 
     await svc.signal('SIGKILL');
     assert.equal(svc.containers().length, 1, 'the container outlives the killed service');
@@ -274,7 +274,7 @@ describe('work across restarts and shutdown modes', { timeout: 600_000 }, () => 
       body: JSON.stringify({ prompt: `say: ${marker}\nrun: /bin/sleep 600` }),
     }).catch(() => undefined);
     await waitFor('the run container to run', async () => svc.containers().length === 1 || undefined);
-    await delay(2_500);
+    await waitFor('the engine at its Bash tool', async () => processesOf(svc.containers()[0]!).includes('/bin/sleep 600') || undefined, 60_000);
     await svc.signal('SIGKILL');
     await pending;
 
