@@ -7,6 +7,7 @@ import { after, afterEach, before, describe, it } from 'node:test';
 import { poolReady, startTestBerth, type TestBerth } from '../support/berth.js';
 import { transcriptFiles } from '../../src/engine/transcript.js';
 import type { TokenUsage } from '../../src/engine/stream-json.js';
+import { messagesIn, readSse } from '../support/sse.js';
 
 const MAX_PAGE = 100;
 let t: TestBerth;
@@ -202,17 +203,12 @@ describe('concurrent resumes', () => {
     const first = await fetch(`${t.url}/run/stream?${new URLSearchParams({ prompt: firstPrompt, session_id })}`);
     assert.equal(first.status, 200);
     const frames: { type: string }[] = [];
-    const reader = first.body!.pipeThrough(new TextDecoderStream()).getReader();
-    let buffered = '';
+    const reads = readSse(first);
     const readUntil = async (done: () => boolean) => {
       while (!done()) {
-        const { value, done: ended } = await reader.read();
-        if (ended) return;
-        buffered += value;
-        for (let end: number; (end = buffered.indexOf('\n\n')) >= 0; buffered = buffered.slice(end + 2)) {
-          const data = /^data: (.*)$/m.exec(buffered.slice(0, end))?.[1];
-          if (data !== undefined) frames.push(JSON.parse(data) as { type: string });
-        }
+        const read = await reads.next();
+        if (read.done) return;
+        for (const { data } of messagesIn(read.value)) frames.push(JSON.parse(data) as { type: string });
       }
     };
     await readUntil(() => frames.some((f) => f.type === 'output'));
