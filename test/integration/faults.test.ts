@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { serviceProcess, type ServiceProcess } from '../support/service-process.js';
 import { waitFor } from '../support/wait.js';
+import { sseData } from '../support/sse.js';
 
 /** The service's log (this process's and the one before), without the request lines that would drown it. */
 function lastWords(svc: ServiceProcess, chars: number): string {
@@ -364,10 +365,7 @@ describe('fault injection: every fault × every mode, nothing lost, nothing left
           if (answered.status !== 200) return `${answered.status}: ${errorGist(parsed.error)}`;
           return String(parsed.output).includes(end) ? '200, full output' : `200, partial output`;
         }
-        const frames = answered.text
-          .split('\n')
-          .filter((line) => line.startsWith('data: '))
-          .map((line) => JSON.parse(line.slice(6)) as { type: string; content?: string; error?: string });
+        const frames = sseData<{ type: string; content?: string; error?: string }>(answered.text);
         const error = frames.find((frame) => frame.type === 'error');
         if (error) return `error frame: ${errorGist(error.error)}`;
         const output = frames.filter((frame) => frame.type === 'output').map((frame) => frame.content).join('');
