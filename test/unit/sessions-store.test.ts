@@ -7,9 +7,9 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { BerthError } from '../../src/errors.js';
 import { HIDDEN_MARKER, projectDirName, SessionStore } from '../../src/core/sessions/session-store.js';
 import { SessionService } from '../../src/core/sessions/session-service.js';
+import { refused } from './support/refused.js';
 
 const SAMPLE = join(import.meta.dirname, '../fixtures/engine-session-tooluse.jsonl');
 const A = 'aaaaaaaa-0000-4000-8000-000000000001';
@@ -27,10 +27,6 @@ beforeEach(async () => {
   service = new SessionService({ store, maxPageSize: 10 });
 });
 afterEach(() => rmSync(root, { recursive: true, force: true }));
-
-function status(code: number, pattern?: RegExp) {
-  return (error: unknown) => error instanceof BerthError && error.status === code && (pattern === undefined || pattern.test(error.message));
-}
 
 /** A session directory with a transcript, as the engine leaves it. */
 function writeSession(id: string, lines: readonly object[], options: { workdir?: string; mtime?: number } = {}): string {
@@ -79,11 +75,11 @@ describe('session ids', () => {
       writeSession(A, conversation(1));
       const before = tree(root);
       // On the paths, an id that is not a UUID names no session: 404, like any unknown id.
-      await assert.rejects(service.messages(id, {}, SOLE_CALLER), status(404));
-      await assert.rejects(service.message(id, 'x', SOLE_CALLER), status(404));
-      await assert.rejects(service.delete(id, SOLE_CALLER), status(404));
-      await assert.rejects(store.prepare({ kind: 'resume', sessionId: id }, '/workspace', { owner: '' }), status(400));
-      await assert.rejects(store.prepare({ kind: 'fork', fromSessionId: id }, '/workspace', { owner: '' }), status(400));
+      await assert.rejects(service.messages(id, {}, SOLE_CALLER), refused(/^session .* not found$/, 404));
+      await assert.rejects(service.message(id, 'x', SOLE_CALLER), refused(/^session .* not found$/, 404));
+      await assert.rejects(service.delete(id, SOLE_CALLER), refused(/^session .* not found$/, 404));
+      await assert.rejects(store.prepare({ kind: 'resume', sessionId: id }, '/workspace', { owner: '' }), refused(/^session id ".*" is not a UUID$/s));
+      await assert.rejects(store.prepare({ kind: 'fork', fromSessionId: id }, '/workspace', { owner: '' }), refused(/^session id ".*" is not a UUID$/s));
       assert.deepEqual(tree(root), before);
     });
   }
@@ -127,7 +123,7 @@ describe('listing', () => {
   it('serves no transcript of a persistent agent\'s session', async () => {
     writeSession(A, conversation(1));
     await store.hide(A);
-    await assert.rejects(service.messages(A, {}, SOLE_CALLER), status(404));
+    await assert.rejects(service.messages(A, {}, SOLE_CALLER), refused(/^session .* not found$/, 404));
   });
 });
 
@@ -162,9 +158,9 @@ describe('messages', () => {
 
   it('refuses a negative or fractional limit or offset with 400', async () => {
     writeSession(A, conversation(1));
-    await assert.rejects(service.messages(A, { limit: -1 }, SOLE_CALLER), status(400));
-    await assert.rejects(service.messages(A, { offset: -1 }, SOLE_CALLER), status(400));
-    await assert.rejects(service.messages(A, { limit: 1.5 }, SOLE_CALLER), status(400));
+    await assert.rejects(service.messages(A, { limit: -1 }, SOLE_CALLER), refused('limit must be a whole number ≥ 0'));
+    await assert.rejects(service.messages(A, { offset: -1 }, SOLE_CALLER), refused('offset must be a whole number ≥ 0'));
+    await assert.rejects(service.messages(A, { limit: 1.5 }, SOLE_CALLER), refused('limit must be a whole number ≥ 0'));
   });
 
   it('reads the real engine transcript', async () => {
@@ -183,9 +179,9 @@ describe('messages', () => {
 
   it('answers 404 for an unknown message or session', async () => {
     writeSession(A, conversation(1));
-    await assert.rejects(service.message(A, 'ffffffff-0000-4000-8000-000000000000', SOLE_CALLER), status(404, /message .* not found/));
-    await assert.rejects(service.messages(B, {}, SOLE_CALLER), status(404, /session .* not found/));
-    await assert.rejects(service.message(B, 'x', SOLE_CALLER), status(404));
+    await assert.rejects(service.message(A, 'ffffffff-0000-4000-8000-000000000000', SOLE_CALLER), refused(/^message .* not found$/, 404));
+    await assert.rejects(service.messages(B, {}, SOLE_CALLER), refused(/^session .* not found$/, 404));
+    await assert.rejects(service.message(B, 'x', SOLE_CALLER), refused(/^session .* not found$/, 404));
   });
 
   it('of a session whose run has not written a transcript yet: none', async () => {
@@ -199,17 +195,17 @@ describe('deleting', () => {
     writeSession(A, conversation(1));
     assert.deepEqual(await service.delete(A, SOLE_CALLER), { success: true, session_id: A });
     assert.equal(existsSync(join(store.dir, A)), false);
-    await assert.rejects(service.messages(A, {}, SOLE_CALLER), status(404));
+    await assert.rejects(service.messages(A, {}, SOLE_CALLER), refused(/^session .* not found$/, 404));
   });
 
   it('answers 404 for an unknown session', async () => {
-    await assert.rejects(service.delete(A, SOLE_CALLER), status(404));
+    await assert.rejects(service.delete(A, SOLE_CALLER), refused(/^session .* not found$/, 404));
   });
 
   it('is refused with 409 while a run holds the session', async () => {
     writeSession(A, conversation(1));
     const run = await store.prepare({ kind: 'resume', sessionId: A }, '/workspace', { owner: '' });
-    await assert.rejects(service.delete(A, SOLE_CALLER), status(409));
+    await assert.rejects(service.delete(A, SOLE_CALLER), refused(/^session .* is in use by another run; retry when it has finished$/, 409));
     await run.release();
     await service.delete(A, SOLE_CALLER);
   });
@@ -227,14 +223,14 @@ describe('runs taking sessions', () => {
   it('refuses a second run on a busy session with 409 until the first releases it', async () => {
     writeSession(A, conversation(1));
     const first = await store.prepare({ kind: 'resume', sessionId: A }, '/workspace', { owner: '' });
-    await assert.rejects(store.prepare({ kind: 'resume', sessionId: A }, '/workspace', { owner: '' }), status(409));
+    await assert.rejects(store.prepare({ kind: 'resume', sessionId: A }, '/workspace', { owner: '' }), refused(/^session .* is in use by another run; retry when it has finished$/, 409));
     await first.release();
     await (await store.prepare({ kind: 'resume', sessionId: A }, '/workspace', { owner: '' })).release();
   });
 
   it('answers 404 for resuming or forking a session that does not exist', async () => {
-    await assert.rejects(store.prepare({ kind: 'resume', sessionId: A }, '/workspace', { owner: '' }), status(404));
-    await assert.rejects(store.prepare({ kind: 'fork', fromSessionId: A }, '/workspace', { owner: '' }), status(404));
+    await assert.rejects(store.prepare({ kind: 'resume', sessionId: A }, '/workspace', { owner: '' }), refused(/^session .* not found$/, 404));
+    await assert.rejects(store.prepare({ kind: 'fork', fromSessionId: A }, '/workspace', { owner: '' }), refused(/^session .* not found$/, 404));
     assert.equal(store.isBusy(A), false);
   });
 
