@@ -2692,6 +2692,13 @@ export interface paths {
                     session_id?: string;
                     /** @description Continue the session named by session_id. Default false. */
                     resume?: boolean;
+                    /** @description What the run may reach through Berth's egress proxy, as POST /run's container.network.mode. Default allowlist (the operator's SERVICE_EGRESS_DEFAULT_ALLOW unless allow is given). */
+                    network?: "none" | "allowlist" | "open";
+                    /**
+                     * @description Hosts the run may reach, comma-separated (container.network.allow of POST /run), e.g. `pypi.org,*.npmjs.org,example.com:8443`; empty: none but the model gateway. Implies network=allowlist.
+                     * @example pypi.org,*.npmjs.org
+                     */
+                    allow?: string;
                 };
                 header?: never;
                 path?: never;
