@@ -20,6 +20,7 @@ import { HostPathError, type StagedVolumes, type VolumeStaging } from '../../run
 import type { StackAttachment } from '../compose/stacks.js';
 import type { PooledEngine } from '../pool/engine-pool.js';
 import { engineHolder } from '../gateway/grant-holder.js';
+import { TurnGate } from './turn-gate.js';
 
 /** How a run ended. `crashed` covers every end the engine did not choose itself. */
 export type RunOutcome =
@@ -48,6 +49,15 @@ export interface RunHooks {
 
 /** How long an engine may take to exit after a successful result before Berth stops it. */
 export const LINGER_AFTER_RESULT_MS = 10_000;
+
+/**
+ * The tear-down of a run answered at its result waits until no turn has run for this long (turn-gate.ts):
+ * longer than the gap from one sequential run's answer to the next run's prompt (10–30 ms), so that runs
+ * following each other closely are not slowed by each other's tear-downs.
+ */
+const TEAR_DOWN_QUIET_MS = 60;
+/** ...but never longer than this: the container and the host-wide slot are held meanwhile. */
+const TEAR_DOWN_MAX_WAIT_MS = 1_000;
 
 export interface RunContext {
   readonly runId: string;
@@ -99,6 +109,11 @@ export function signalOfExitCode(exitCode: number): string {
 // inside its PID namespace the engine is init, which no process of the container can SIGKILL, so only the
 // host kernel (or a host administrator) can have sent it.
 export class RunExecutor {
+  /** Turns in progress, for the tear-downs of answered runs to wait for (turn-gate.ts). */
+  private readonly turns = new TurnGate({ quietMs: TEAR_DOWN_QUIET_MS, maxWaitMs: TEAR_DOWN_MAX_WAIT_MS });
+  /** Runs whose caller was answered at their result: their tear-down may wait for a quiet moment. */
+  private readonly answered = new Set<string>();
+
   constructor(private readonly deps: ExecutorDependencies) {}
 
   async execute(context: RunContext): Promise<RunOutcome> {
@@ -189,6 +204,9 @@ export class RunExecutor {
   /** Every run ends here, however it ended: its credential revoked, its container removed (phase `remove`) and its input files. */
   private async cleanUp(context: RunContext, containerId: string | undefined): Promise<void> {
     this.endCredential(context);
+    // Nobody waits for this run any more (its credential is revoked already): its tear-down yields to the
+    // turns of the runs that followed it. A run whose caller waits for its end is torn down at once.
+    if (this.answered.delete(context.runId)) await this.turns.quiet();
     if (containerId !== undefined) {
       await context.phases
         .measure('remove', () => this.deps.runtime.removeContainer(containerId))
@@ -254,9 +272,11 @@ export class RunExecutor {
       else if (event.kind === 'result') {
         // The turn is over: nothing in the container has any use for the model or the network any more.
         this.endCredential(context);
+        endTurn();
         envelope = event.envelope;
         if (!envelope.isError && hooks?.onResult && !lingerTimer && !stopReason) {
           hooks.onResult({ kind: 'completed', envelope, rawOutput: lines.text() });
+          this.answered.add(context.runId);
           lingerTimer = setTimeout(() => stop('lingered'), LINGER_AFTER_RESULT_MS);
         }
       }
@@ -264,11 +284,14 @@ export class RunExecutor {
     const onAbort = () => stop('cancelled');
     signal.addEventListener('abort', onAbort, { once: true });
     let attached: { close(): void } | undefined;
+    // From the engine's start (or a pooled engine's prompt) to its result: what answered runs' tear-downs wait for.
+    let endTurn = () => {};
 
     try {
       if (signal.aborted) throw new Error('run cancelled before start');
       const source = await open(() => stopReason !== undefined);
       attached = source;
+      endTurn = this.turns.begin();
       const delivered = new DeliveredOutput();
       const readFrom = async (output: AsyncIterable<OutputChunk>) => {
         for await (const chunk of output) {
@@ -340,6 +363,7 @@ export class RunExecutor {
       }
       throw error;
     } finally {
+      endTurn();
       this.endCredential(context);
       clearTimeout(timer);
       clearTimeout(lingerTimer);
