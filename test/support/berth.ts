@@ -113,12 +113,14 @@ export async function containersOf(instance: string, label = INSTANCE_LABEL): Pr
 
 /**
  * The containers beyond what the configured pools may hold: Berth's pool is not asked which are its own (that
- * would trust the code under test). A pooled engine is one that has not ended (being made or waiting), and
- * there are at most `poolCapacity` of them (SERVICE_POOL_SIZE + SERVICE_AGENT_POOL_SIZE); every container that
- * ended, and every live one past that count (the newest kept as the pool's refills), is left over.
+ * would trust the code under test). A pooled engine is one Podman lists under the pool's name (`berth-pool-…`,
+ * unclaimed) that has not ended (being made or waiting), and there are at most `poolCapacity` of them
+ * (SERVICE_POOL_SIZE + SERVICE_AGENT_POOL_SIZE); every other container, every one that ended, and every live
+ * one past that count (the newest kept as the pool's refills), is left over. A run's or agent's container
+ * (`berth-run-…`, `berth-agent-…`) is never mistaken for the pool's.
  */
 export function beyondThePool(containers: readonly ListedContainer[], poolCapacity: number): string[] {
-  const live = containers.filter((c) => ['created', 'configured', 'initialized', 'running'].includes(c.state));
+  const live = containers.filter((c) => c.name.startsWith('berth-pool-') && ['created', 'configured', 'initialized', 'running'].includes(c.state));
   const pooled = new Set([...live].sort((a, b) => b.created - a.created).slice(0, poolCapacity).map((c) => c.name));
   return containers.filter((c) => !pooled.has(c.name)).map((c) => c.name);
 }
