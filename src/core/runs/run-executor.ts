@@ -8,7 +8,6 @@ import { RuntimeError } from '../../runtime/container-runtime.js';
 import { containerAfterOutage, DeliveredOutput } from '../runtime-outage.js';
 import { isRuntimeUnreachable, translateRuntimeError } from '../runtime-errors.js';
 import { errors } from '../../errors.js';
-import { HOOK_FAILED_EXIT_CODE } from '../../engine/command.js';
 import { LineSplitter, parseEngineLine, type ResultEnvelope } from '../../engine/stream-json.js';
 import { withoutWarmUp } from '../pool/replayed-output.js';
 import { turnLine } from '../../engine/stream-json-input.js';
@@ -21,19 +20,9 @@ import type { StackAttachment } from '../compose/stacks.js';
 import type { PooledEngine } from '../pool/engine-pool.js';
 import { engineHolder } from '../gateway/grant-holder.js';
 import { TurnGate } from './turn-gate.js';
+import { classifyExit, classifyInterruption, type RunOutcome, type StopReason } from './exit-classification.js';
 
-/** How a run ended. `crashed` covers every end the engine did not choose itself. */
-export type RunOutcome =
-  | { readonly kind: 'completed'; readonly envelope: ResultEnvelope; readonly rawOutput: string }
-  | { readonly kind: 'failed'; readonly message: string; readonly envelope: ResultEnvelope | undefined; readonly rawOutput: string }
-  | {
-      readonly kind: 'crashed';
-      readonly reason: 'oom' | 'timeout' | 'signal' | 'cancelled';
-      readonly exitCode: number;
-      readonly signal: string;
-      readonly partialOutput: string;
-      readonly taskCompleted: boolean;
-    };
+export type { RunOutcome } from './exit-classification.js';
 
 export interface RunHooks {
   /** Assistant text as the engine streams it. */
@@ -80,8 +69,6 @@ export interface ExecutorDependencies extends EngineContainerSettings {
   readonly log: Logger;
 }
 
-const SIGNALS: Record<number, string> = { 1: 'SIGHUP', 2: 'SIGINT', 6: 'SIGABRT', 9: 'SIGKILL', 11: 'SIGSEGV', 13: 'SIGPIPE', 15: 'SIGTERM' };
-
 /** A volume whose host path changed or vanished since validation: still the caller's input, a 400. */
 function stagingError(error: unknown): unknown {
   if (!(error instanceof HostPathError)) return error;
@@ -96,18 +83,6 @@ function creationError(error: unknown): unknown {
   return errors.runFailed(`the container could not be created: ${translated.message}`);
 }
 
-function lastLines(text: string, count: number): string {
-  return text.trim().split('\n').slice(-count).join('\n');
-}
-
-export function signalOfExitCode(exitCode: number): string {
-  return exitCode > 128 ? (SIGNALS[exitCode - 128] ?? `SIG${exitCode - 128}`) : '';
-}
-
-// An exit by SIGKILL that Berth did not send is an OOM kill when the runtime says so. When it cannot tell
-// (cgroup v1 without the kernel's log to read, runtime/kernel-oom-log.ts) it is taken as the OOM killer's:
-// inside its PID namespace the engine is init, which no process of the container can SIGKILL, so only the
-// host kernel (or a host administrator) can have sent it.
 export class RunExecutor {
   /** Turns in progress, for the tear-downs of answered runs to wait for (turn-gate.ts). */
   private readonly turns = new TurnGate({ quietMs: TEAR_DOWN_QUIET_MS, maxWaitMs: TEAR_DOWN_MAX_WAIT_MS });
@@ -257,8 +232,8 @@ export class RunExecutor {
     const lines = new OutputTail();
     let stderr = '';
     let envelope: ResultEnvelope | undefined;
-    let stopReason: 'timeout' | 'cancelled' | 'lingered' | undefined;
-    const stop = (reason: 'timeout' | 'cancelled' | 'lingered') => {
+    let stopReason: StopReason | undefined;
+    const stop = (reason: StopReason) => {
       if (stopReason) return;
       stopReason = reason;
       runtime.killContainer(containerId).catch(() => undefined);
@@ -336,31 +311,10 @@ export class RunExecutor {
       if (lines.truncated || splitter.droppedLines > 0) {
         this.deps.log.warn({ runId: context.runId, droppedLines: splitter.droppedLines }, 'engine output exceeded Berth\'s buffer; the oldest or overlong lines were dropped');
       }
-      const rawOutput = lines.text();
-      // Stopped for lingering after its result: the turn itself completed.
-      if (stopReason === 'lingered' && envelope && !envelope.isError) return { kind: 'completed', envelope, rawOutput };
-      const oom = exit.oomKilled ?? (exit.exitCode === 137 && !stopReason);
-      if (oom || stopReason || exit.exitCode > 128) {
-        const reason = oom ? 'oom' : stopReason === 'timeout' || stopReason === 'cancelled' ? stopReason : 'signal';
-        return {
-          kind: 'crashed',
-          reason,
-          exitCode: exit.exitCode,
-          signal: signalOfExitCode(exit.exitCode) || (reason === 'oom' || stopReason ? 'SIGKILL' : ''),
-          partialOutput: rawOutput,
-          taskCompleted: envelope !== undefined && !envelope.isError,
-        };
-      }
-      if (envelope && !envelope.isError && exit.exitCode === 0) return { kind: 'completed', envelope, rawOutput };
-      const message =
-        exit.exitCode === HOOK_FAILED_EXIT_CODE && !envelope
-          ? `container.lifecycle: ${lastLines(stderr, 20)}`
-          : envelope?.result || lastLines(stderr, 20) || `engine exited with code ${exit.exitCode} and no result`;
-      return { kind: 'failed', message, envelope, rawOutput };
+      return classifyExit({ exit, stopReason, envelope, stderr, rawOutput: lines.text() });
     } catch (error) {
-      if (stopReason === 'cancelled' || signal.aborted) {
-        return { kind: 'crashed', reason: 'cancelled', exitCode: 137, signal: 'SIGKILL', partialOutput: lines.text(), taskCompleted: false };
-      }
+      const interrupted = classifyInterruption({ stopReason, aborted: signal.aborted, partialOutput: lines.text() });
+      if (interrupted) return interrupted;
       throw error;
     } finally {
       endTurn();
