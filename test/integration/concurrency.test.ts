@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestBerth, type TestBerth } from '../support/berth.js';
 import { mixedModes, percentile, runLoad } from '../support/load.js';
-import { CONTAINER_PHASES, OPTIONAL_PHASES, RUN_PHASES } from '../../src/core/runs/run-phases.js';
+import { CONTAINER_PHASES, OPTIONAL_PHASES, RUN_PHASES } from '../../src/core/run-phases.js';
 
 const TOTAL = 48;
 const CONCURRENCY = 8;

@@ -1,5 +1,5 @@
 // The turns FIFO of a persistent agent: written from the event loop, never from libuv's thread pool, and
-// within a bound (core/agents/turns-input.ts).
+// within a bound (core/containers/turns-input.ts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
@@ -7,7 +7,7 @@ import { mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { openTurnsInput, TurnNotTaken, writeWithin } from '../../src/core/agents/turns-input.js';
+import { openTurnsInput, TurnNotTaken, writeWithin } from '../../src/core/containers/turns-input.js';
 
 async function fifoIn(dir: string, name: string): Promise<string> {
   const path = join(dir, name);

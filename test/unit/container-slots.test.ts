@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ContainerSlots } from '../../src/core/runs/container-slots.js';
+import { ContainerSlots } from '../../src/core/containers/container-slots.js';
 import { BerthError } from '../../src/errors.js';
 
 const refusedWith = (status: number, variable: string) => (error: unknown) =>

@@ -1,7 +1,7 @@
 // The job state machine with a fake run service: each run ends when the test says so, or when its
 // abort signal fires (as the real executor does: the container is killed, the outcome is `cancelled`).
 import { trace } from '@opentelemetry/api';
-import { ContainerSlots, RunSlot } from '../../src/core/runs/container-slots.js';
+import { ContainerSlots, RunSlot } from '../../src/core/containers/container-slots.js';
 import { SOLE_CALLER } from '../../src/core/auth/caller.js';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -13,7 +13,7 @@ import { BerthError, errors } from '../../src/errors.js';
 import type { RunRequest } from '../../src/core/run-request.js';
 import type { RunPlan } from '../../src/core/run-plan.js';
 import type { AcceptedRun } from '../../src/core/runs/run-service.js';
-import { RunPhases } from '../../src/core/runs/run-phases.js';
+import { RunPhases } from '../../src/core/run-phases.js';
 import type { RunOutcome } from '../../src/core/runs/run-executor.js';
 import type { ResultEnvelope } from '../../src/engine/stream-json.js';
 import { JOB_MESSAGES, JobService, type JobRunner, type JobServiceDependencies } from '../../src/core/jobs/job-service.js';

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { RunPhases, RUN_PHASES } from '../../src/core/runs/run-phases.js';
+import { RunPhases, RUN_PHASES } from '../../src/core/run-phases.js';
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

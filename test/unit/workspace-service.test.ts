@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { after, beforeEach, describe, it } from 'node:test';
 import { BerthError } from '../../src/errors.js';
 import { SqliteWorkspaceStore } from '../../src/store/workspaces/sqlite-workspace-store.js';
-import { WorkspaceService, type MountedWorkspaceDisk, type OpenWorkspace, type WorkspaceDiskPort } from '../../src/core/workspaces/workspace-service.js';
+import { WorkspaceService, type MountedWorkspaceDisk, type WorkspaceDiskPort } from '../../src/core/workspaces/workspace-service.js';
+import type { OpenWorkspace } from '../../src/core/workspaces/open-workspace.js';
 import { refused } from './support/refused.js';
 
 const root = await mkdtemp(join(tmpdir(), 'berth-workspace-service-'));

@@ -8,7 +8,7 @@ import type { AttachedContainer } from '../../runtime/container-runtime.js';
 import type { AgentRecord } from '../../store/agents/agent-store.js';
 import { AgentContainer, type AgentContainerDependencies } from './agent-container.js';
 import { turnResultOf, type TurnResult } from './agent.js';
-import { attachAgent } from './agent-attachment.js';
+import { attachAgent } from '../containers/agent-attachment.js';
 import { renumberedOutput } from '../pool/renumbered-output.js';
 
 export interface RestoreDependencies {

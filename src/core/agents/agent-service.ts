@@ -20,8 +20,8 @@ import type { AgentEvent } from './agent-types.js';
 import { IdleWatchdog, type Timers } from './watchdog.js';
 import { findAgentAgain, type RestoreDependencies } from './agent-restore.js';
 import type { AgentRecord, AgentStore } from '../../store/agents/agent-store.js';
-import { RunSlot, type ContainerSlots } from '../runs/container-slots.js';
-import { TurnNotTaken } from './turns-input.js';
+import { RunSlot, type ContainerSlots } from '../containers/container-slots.js';
+import { TurnNotTaken } from '../containers/turns-input.js';
 import { formatDuration } from '../../units.js';
 
 export interface AgentServiceDependencies {

@@ -5,7 +5,7 @@
 //
 // Berth drives libpod itself from the checked definition (no compose tool): every service container is
 // created by the runtime adapter with Berth's limits, user namespace and labels, and the engine's own
-// container joins the stack's network as the agent service (core/runs/engine-container.ts).
+// container joins the stack's network as the agent service (core/containers/engine-container.ts).
 //
 // Every service container holds a container slot of the session's owner (SERVICE_MAX_CONTAINERS and
 // SERVICE_MAX_CONTAINERS_PER_CALLER), reserved before anything is created and released with the stack.
@@ -30,8 +30,8 @@ import type { StackDisks } from '../../runtime/stack-disk.js';
 import type { VolumeStaging } from '../../runtime/volume-staging.js';
 import { formatDuration } from '../../units.js';
 import type { EnvironmentPlan } from '../run-plan.js';
-import type { ContainerSlots, Slot } from '../runs/container-slots.js';
-import type { RunPhases } from '../runs/run-phases.js';
+import type { ContainerSlots, Slot } from '../containers/container-slots.js';
+import type { RunPhases } from '../run-phases.js';
 import type { ImagePolicy } from '../validation/images.js';
 import { buildContainerfileCheck } from './build-check.js';
 import { serviceAddresses, serviceHostEntries, serviceProxyEnvironment, stackGrantId, type HostEntry } from './service-network.js';

@@ -14,14 +14,14 @@ import { POOL_LABEL, type AttachedContainer, type ContainerRuntime } from '../..
 import type { CpuMeter } from '../../runtime/host-cpu.js';
 import type { RunPlan } from '../run-plan.js';
 import type { PreparedSession, SessionStore } from '../sessions/session-store.js';
-import { engineContainer, type EngineContainerSettings } from '../runs/engine-container.js';
-import type { ContainerSlots } from '../runs/container-slots.js';
+import { engineContainer, type EngineContainerSettings } from '../containers/engine-container.js';
+import type { ContainerSlots } from '../containers/container-slots.js';
 import { deriveSessionTitle } from '../../engine/session-title.js';
 import { poolMissReason, type MissReason } from './pool-match.js';
 import { awaitEngineReady } from './engine-ready.js';
 import { WARM_UP_RESULTS } from '../../engine/warm-up.js';
 import { EngineStarts, type EngineStart, type StartWeight } from './engine-starts.js';
-import { attachAgent, createTurnsFifo } from '../agents/agent-attachment.js';
+import { attachAgent, createTurnsFifo } from '../containers/agent-attachment.js';
 import { engineHolder } from '../gateway/grant-holder.js';
 
 /** Owner of a pooled engine's session until a caller claims it (no caller's owner starts like this). */

@@ -2,7 +2,7 @@
 // image check, session, queue, create, start, first output, engine exit, remove) at the times the phases
 // ran. Attributes are ids, modes and outcomes only: never the prompt, a secret or a token.
 import { context, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
-import type { RunPhases } from './run-phases.js';
+import type { RunPhases } from '../run-phases.js';
 
 const tracer = trace.getTracer('berth');
 

@@ -9,7 +9,7 @@ import { UUID_PATTERN } from '../../uuid.js';
 import { checkCharacters } from './text.js';
 import { isUnder } from './volumes.js';
 
-/** The container paths a run's disk mounts itself (core/runs/engine-container.ts diskMounts). */
+/** The container paths a run's disk mounts itself (core/containers/engine-container.ts diskMounts). */
 const DISK_PLACES = ['/tmp', '/var/tmp', ENGINE_HOME] as const;
 
 /**

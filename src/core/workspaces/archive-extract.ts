@@ -19,7 +19,7 @@ import { extract as tarExtract } from 'tar-stream';
 import { BerthError, errors } from '../../errors.js';
 import { checkEntry, checkTogether, refuseEntry, type ArchiveEntry, type EntryHeader } from './archive-entries.js';
 import { entryType, isCode, scanTree } from './tree-scan.js';
-import type { OpenWorkspace } from './workspace-service.js';
+import type { OpenWorkspace } from './open-workspace.js';
 import type { WorkspacePath } from './workspace-paths.js';
 
 export interface ArchiveLimits {

@@ -12,7 +12,7 @@ import { createGzip } from 'node:zlib';
 import { pack as tarPack, type Pack } from 'tar-stream';
 import { errors } from '../../errors.js';
 import { isCode, scanTree, type TreeEntry } from './tree-scan.js';
-import type { OpenWorkspace } from './workspace-service.js';
+import type { OpenWorkspace } from './open-workspace.js';
 import type { WorkspacePath } from './workspace-paths.js';
 
 const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;

@@ -3,7 +3,7 @@ import { mkdir, open, readFile, readdir, rename, rm, truncate, writeFile, type F
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { isCode, scanTree, type TreeEntry } from './tree-scan.js';
-import type { OpenWorkspace } from './workspace-service.js';
+import type { OpenWorkspace } from './open-workspace.js';
 
 /** `last_run`: the tree as it was when the last run or agent began; `upload`: after the last archive upload or clone. */
 export type CheckpointName = 'last_run' | 'upload';

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { createTwoFilesPatch, FILE_HEADERS_ONLY } from 'diff';
 import { readCheckpoint, type CheckpointEntry, type CheckpointName } from './checkpoints.js';
 import { isCode, scanTree, type TreeEntry } from './tree-scan.js';
-import type { OpenWorkspace } from './workspace-service.js';
+import type { OpenWorkspace } from './open-workspace.js';
 
 export interface WorkspaceDiff {
   readonly since: CheckpointName;

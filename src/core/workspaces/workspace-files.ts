@@ -13,7 +13,7 @@ import { errors } from '../../errors.js';
 import { entryType, isCode, scanTree, type EntryType } from './tree-scan.js';
 import type { WorkspacePath } from './workspace-paths.js';
 
-/** The parts of an open workspace (workspace-service.ts's OpenWorkspace) the file operations use. */
+/** The parts of an open workspace (open-workspace.ts's OpenWorkspace) the file operations use. */
 export interface FilesWorkspace {
   readonly id: string;
   readonly tree: string;

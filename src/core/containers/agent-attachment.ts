@@ -5,7 +5,7 @@
 // The FIFO is written without blocking (turns-input.ts): a stopped engine holds none of Berth's threads.
 import type { AttachedContainer, ContainerRuntime } from '../../runtime/container-runtime.js';
 import { AGENT_INPUT_FIFO_NAME } from '../../engine/layout.js';
-import type { RunInputs } from '../runs/run-inputs.js';
+import type { RunInputs } from './run-inputs.js';
 import { openTurnsInput } from './turns-input.js';
 
 /** Creates the turns FIFO in the id's input directory (written already), before the container is created. */
