@@ -15,7 +15,8 @@ import { metric, modelUrlFromHost, poolReady, startTestBerth, type TestBerth } f
 import { INSTANCE_LABEL } from '../../src/runtime/container-runtime.js';
 import { follow, turnEnded, waitForStatus } from '../support/agents.js';
 import { waitFor } from '../support/wait.js';
-import { REFILL_MAX_POSTPONED, waitingCpuShares } from '../../src/core/pool/engine-pool.js';
+import { waitingCpuShares } from '../../src/core/pool/engine-pool.js';
+import { REFILL_MAX_POSTPONED } from '../../src/core/pool/refill-schedule.js';
 import { transcriptFiles } from '../../src/engine/transcript.js';
 
 const exec = promisify(execFile);

@@ -5,9 +5,9 @@
 // (pool-match.ts): a ready one, else one being started that no other claim waits for. It writes its prompt
 // and is then supervised and removed like any run; a matching agent takes one over as its container. A
 // pooled container is never used twice. The pool refills in the background, only while the server has a
-// free container slot. Until claimed, an engine is named as the pool's (`berth-pool-…`, label `berth.pool`),
-// so that `podman ps` on an idle server shows no run in progress; a claimed one still running a moment
-// later takes its run's name (pooledContainerName).
+// free container slot; when, and how many, is refill-schedule.ts's. Until claimed, an engine is named as the
+// pool's (`berth-pool-…`, label `berth.pool`), so that `podman ps` on an idle server shows no run in
+// progress; a claimed one still running a moment later takes its run's name (pooledContainerName).
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { POOL_LABEL, type AttachedContainer, type ContainerRuntime } from '../../runtime/container-runtime.js';
@@ -23,6 +23,7 @@ import { WARM_UP_RESULTS } from '../../engine/warm-up.js';
 import { EngineStarts, type EngineStart, type StartWeight } from './engine-starts.js';
 import { attachAgent, createTurnsFifo } from '../containers/agent-attachment.js';
 import { engineHolder } from '../gateway/grant-holder.js';
+import { RefillSchedule, RETRY_MS, type PoolSettings } from './refill-schedule.js';
 
 /** Owner of a pooled engine's session until a caller claims it (no caller's owner starts like this). */
 export const POOL_OWNER_PREFIX = '\u0000berth-pool:';
@@ -33,15 +34,6 @@ export const POOL_OWNER_PREFIX = '\u0000berth-pool:';
  * on stdin, `interactive`), already past its initialize handshake, so the agent is idle as soon as it is claimed.
  */
 export type PoolKind = 'run' | 'agent';
-
-export interface PoolSettings {
-  /** Engines kept ready (SERVICE_POOL_SIZE); 0 turns the pool off. */
-  readonly size: number;
-  /** A pooled engine older than this is replaced (SERVICE_POOL_MAX_AGE). */
-  readonly maxAgeMs: number;
-  /** How long claims must pause before the pool starts the engines it lacks (SERVICE_POOL_REFILL_PAUSE). */
-  readonly refillPauseMs: number;
-}
 
 export interface PoolObserver {
   size(ready: number): void;
@@ -61,7 +53,7 @@ export interface PoolDependencies {
   readonly template: RunPlan;
   /** The engine executable in the template's image. */
   engineBinary(): Promise<string>;
-  /** How busy the host's CPUs were (refillWhenQuiet). */
+  /** How busy the host's CPUs were (RefillSchedule.afterClaim). */
   readonly cpu: CpuMeter;
   readonly log: Logger;
   readonly observer?: PoolObserver;
@@ -114,9 +106,6 @@ export function pooledContainerName(runId: string): string {
  */
 const RENAME_AFTER_CLAIM_MS = 1_000;
 
-/** Wait before trying again after a refill failed (image missing, Podman down…). */
-const RETRY_MS = 5_000;
-
 /**
  * The CPU weight of an engine while the pool starts it: an eighth of a run's, so that pre-starting engines
  * (each start is about half a second of CPU) yields to the runs and turns at work on a small machine without
@@ -127,22 +116,6 @@ const RETRY_MS = 5_000;
 export function waitingCpuShares(runShares: number): number {
   return Math.max(2, Math.floor(runShares / 8));
 }
-
-/**
- * The pool refills after a pause of claims only if the host's CPUs were idle at least half of that pause:
- * under a sustained load (runs at concurrency 8 on 2 cores) a refill only competed with the runs at work,
- * and runs then waited for its engines (the soak's p95 rose from 6 to 10 s, or its throughput fell by a
- * tenth when those starts got the runs' weight). Until the host is quieter, a run that finds no engine
- * starts its own, as without a pool.
- */
-const REFILL_BUSY_LIMIT = 0.5;
-
-/**
- * How many busy pauses in a row, with no claim meanwhile, postpone a refill (ten: about 5 s at the default
- * pause). A claim starts the count again, so a sustained load of runs keeps postponing it; a host kept busy
- * by other work gets its pool back.
- */
-export const REFILL_MAX_POSTPONED = 10;
 
 /** How long an agent's engine may take to answer its initialize handshake before it counts as failed. */
 const READY_TIMEOUT_MS = 60_000;
@@ -160,9 +133,8 @@ export class EnginePool {
   /** Whether the last takeFresh() found engines but none fit (stale or dead), for the miss reason. */
   private lastStale = false;
   private closed = false;
-  private retryTimer: NodeJS.Timeout | undefined;
-  /** A refill waiting for claims to pause (refillWhenQuiet). */
-  private quietTimer: NodeJS.Timeout | undefined;
+  /** When to start engines and how many (refill-schedule.ts). */
+  private readonly schedule: RefillSchedule;
   /**
    * Claims waiting for an engine being started, oldest first; each is promised one of the starts in
    * progress (never more waiters than starts), and gets undefined when its start fails.
@@ -173,6 +145,12 @@ export class EnginePool {
 
   constructor(private readonly deps: PoolDependencies) {
     this.starts = new EngineStarts((containerId) => deps.runtime.setCpuShares(containerId, deps.template.container.cpuShares));
+    this.schedule = new RefillSchedule({
+      settings: deps.settings,
+      cpu: deps.cpu,
+      counts: () => ({ ready: this.ready.length, starting: this.starting, waiting: this.waiters.length }),
+      start: (count) => this.startEngines(count),
+    });
   }
 
   /** Container ids of the engines ready now. */
@@ -200,7 +178,7 @@ export class EnginePool {
     if (!this.enabled || this.deps.container.engineAccess.status().mode === 'not-configured') return;
     const removed = await this.deps.sessions.removeUnused(POOL_OWNER_PREFIX);
     if (removed > 0) this.deps.log.info({ removed, kind: this.deps.kind }, 'removed the unused sessions of pooled engines a previous process left');
-    this.refill();
+    this.schedule.fill();
   }
 
   /** Whether the run's plan is one a pooled engine can serve (whether one is ready or not). */
@@ -226,7 +204,7 @@ export class EnginePool {
     // Only a run waits for an engine being started: it answers at its result anyway, where POST /agents
     // answers at once with the agent `starting` when no engine is ready.
     const entry = (await this.takeFresh(imageId)) ?? (this.deps.kind === 'run' ? await this.startedForThisRun() : undefined);
-    this.refillWhenQuiet();
+    this.schedule.afterClaim();
     if (!entry) return this.missed(this.lastStale ? 'stale' : 'empty');
     // The session's owner and a run's title are the session store's work: a run writes its prompt meanwhile
     // and waits for them before it answers (handedOver); an agent waits here.
@@ -287,13 +265,12 @@ export class EnginePool {
     this.reportSize();
     if (drained.length > 0) this.deps.log.info({ reason, kind: this.deps.kind, count: drained.length }, 'pooled engines removed');
     await Promise.all(drained.map((entry) => this.dispose(entry)));
-    this.refill();
+    this.schedule.fill();
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    if (this.retryTimer) clearTimeout(this.retryTimer);
-    clearTimeout(this.quietTimer);
+    this.schedule.close();
     for (const timer of this.renames) clearTimeout(timer);
     this.renames.clear();
     for (const waiter of this.waiters.splice(0)) waiter(undefined);
@@ -325,7 +302,7 @@ export class EnginePool {
         await this.drain('the agent image changed');
         return undefined;
       }
-      if (entry.exited || Date.now() - entry.createdAtMs > this.deps.settings.maxAgeMs) {
+      if (entry.exited || this.schedule.expired(entry.createdAtMs, Date.now())) {
         this.lastStale = true;
         void this.dispose(entry);
         continue;
@@ -372,41 +349,11 @@ export class EnginePool {
    */
   private startedForThisRun(): Promise<Entry | undefined> {
     // (startEngines() itself does nothing once the pool is closed.)
-    if (this.starting <= this.waiters.length && this.ready.length + this.starting < this.deps.settings.size) {
+    if (this.schedule.startsForClaim()) {
       // Started for a run that waits for it: at the run's own CPU weight from the start.
       this.startEngines(1, 'claimed');
     }
     return this.nextStarted();
-  }
-
-  /**
-   * Starting an engine takes about a second of CPU from Podman, runc and the engine itself; on a small
-   * machine such a start, run alongside the turns of claimed engines, made each turn half again as slow
-   * (sequential p50 0.33 s against 0.19 s). Runs that follow each other closely use up the engines that are
-   * ready, and the pool starts new ones once claims pause for SERVICE_POOL_REFILL_PAUSE; a run that finds
-   * none starts its own at once (startedForThisRun).
-   */
-  private refillWhenQuiet(postponed = 0): void {
-    if (this.closed) return;
-    clearTimeout(this.quietTimer);
-    const since = this.deps.cpu.read();
-    this.quietTimer = setTimeout(() => {
-      this.quietTimer = undefined;
-      // Still busy (runs at work, a burst finishing): the refill waits for a quieter pause, but not for
-      // ever once claims have stopped (other work on a shared host may keep the CPUs busy).
-      if (this.deps.cpu.busySince(since) > REFILL_BUSY_LIMIT && postponed < REFILL_MAX_POSTPONED) this.refillWhenQuiet(postponed + 1);
-      else this.refill();
-    }, this.deps.settings.refillPauseMs);
-    this.quietTimer.unref();
-  }
-
-  /**
-   * Starts as many engines as the pool lacks, at once: a pool that refills one by one falls behind runs
-   * that follow each other (an engine takes longer to start than a pooled run to finish). The work is
-   * the same as without a pool, one engine start per run, only done ahead of the request.
-   */
-  private refill(): void {
-    this.startEngines(this.deps.settings.size - this.ready.length - this.starting);
   }
 
   private startEngines(count: number, weight: StartWeight = 'waiting'): void {
@@ -437,7 +384,7 @@ export class EnginePool {
     });
     if (!slot) {
       end(undefined);
-      this.retryLater();
+      this.schedule.retryLater();
       return;
     }
     const started = performance.now();
@@ -447,7 +394,7 @@ export class EnginePool {
       if (this.closed || reclaimed) {
         end(undefined);
         await this.dispose(entry);
-        if (!this.closed) this.retryLater();
+        if (!this.closed) this.schedule.retryLater();
         return;
       }
       end(entry);
@@ -457,17 +404,8 @@ export class EnginePool {
       slot.release();
       end(undefined);
       this.deps.log.warn({ err: error }, `a pooled engine could not be started; retrying in ${RETRY_MS / 1000} s`);
-      this.retryLater();
+      this.schedule.retryLater();
     }
-  }
-
-  private retryLater(): void {
-    if (this.retryTimer || this.closed) return;
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = undefined;
-      this.refill();
-    }, RETRY_MS);
-    this.retryTimer.unref();
   }
 
   private async create(slot: { release(): void }, start: EngineStart): Promise<Entry> {
@@ -557,7 +495,7 @@ export class EnginePool {
     this.ready.splice(index, 1);
     this.reportSize();
     this.deps.log.warn({ runId: entry.runId }, 'a pooled engine exited while waiting; it is replaced');
-    void this.dispose(entry).then(() => this.refill());
+    void this.dispose(entry).then(() => this.schedule.fill());
   }
 
   /** Removes an unclaimed engine: its container, inputs, slot and its never-used session. */
