@@ -3,7 +3,7 @@
 import type { EngineOptions } from './run-request.js';
 import type { LifecycleHooks } from '../engine/engine-flags.js';
 import type { ContainerOptions } from './run-request.js';
-import type { StackDefinition } from './compose/stack-definition.js';
+import type { StackDefinition } from './compose-file/stack-definition.js';
 import type { EgressPolicy } from '../egress-policy.js';
 
 export type ComposeEnvironmentRequest = NonNullable<ContainerOptions['environment']>;

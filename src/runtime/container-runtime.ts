@@ -29,7 +29,7 @@ export const IMAGE_TREE_LABEL = 'berth.image-tree';
 export const STACK_LABEL = 'berth.stack';
 /** The Berth instance that created a stack (stacks outlive the process; a restart adopts or reaps its own). */
 export const STACK_INSTANCE_LABEL = 'berth.stack-instance';
-/** The stack definition's hash (core/compose/stack-definition.ts), on the stack's network. */
+/** The stack definition's hash (core/compose-file/stack-definition.ts), on the stack's network. */
 export const STACK_HASH_LABEL = 'berth.stack-hash';
 /** On the images a stack built: the definition hash they were built for. */
 export const STACK_BUILD_LABEL = 'berth.stack-build';

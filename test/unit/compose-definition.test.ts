@@ -2,8 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { stringify } from 'yaml';
-import { ComposeFileError, loadComposeDocument, parseEnvFile } from '../../src/core/compose/compose-document.js';
-import { builtImageTag, defineStack, StackDefinitionError, type DefinitionPolicy } from '../../src/core/compose/stack-definition.js';
+import { ComposeFileError, loadComposeDocument, parseEnvFile } from '../../src/core/compose-file/compose-document.js';
+import { builtImageTag, defineStack, StackDefinitionError, type DefinitionPolicy } from '../../src/core/compose-file/stack-definition.js';
 
 const LIMITS = { maxMemoryBytes: 8 * 1024 ** 3, maxCpus: 4 };
 const STRICT: DefinitionPolicy = { allowPrivileged: false, allowHostNetwork: false, allowHostVolumes: false, allowBuild: true, ...LIMITS };

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { interpolate, interpolateDocument, InterpolationError } from '../../src/core/compose/interpolation.js';
+import { interpolate, interpolateDocument, InterpolationError } from '../../src/core/compose-file/interpolation.js';
 
 const vars = new Map([
   ['SET', 'value'],

@@ -39,7 +39,7 @@ test('what a build may not do is refused naming the line', () => {
 
 test('a context link points outside when absolute or up past the root; built image references are recognised in every form', async () => {
   const { pointsOutside } = await import('../../src/runtime/podman/image-build.js');
-  const { isBuiltImageReference } = await import('../../src/core/compose/stack-definition.js');
+  const { isBuiltImageReference } = await import('../../src/core/compose-file/stack-definition.js');
   assert.equal(pointsOutside('./hostroot', '/'), true);
   assert.equal(pointsOutside('a/b', '../../..'), true);
   assert.equal(pointsOutside('./a/b', '../c'), false);

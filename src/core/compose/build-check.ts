@@ -6,7 +6,7 @@ import { BerthError, errors } from '../../errors.js';
 import type { ContainerRuntime } from '../../runtime/container-runtime.js';
 import { validateImage, type ImagePolicy } from '../validation/images.js';
 import { checkContainerfile, ContainerfileError } from './containerfile.js';
-import { isBuiltImageReference } from './stack-definition.js';
+import { isBuiltImageReference } from '../compose-file/stack-definition.js';
 
 export interface BuildCheckContext {
   readonly runtime: Pick<ContainerRuntime, 'inspectImage'>;

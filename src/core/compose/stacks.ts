@@ -22,7 +22,7 @@ import type { EgressPolicy } from '../../egress-policy.js';
 import { BerthError, errors } from '../../errors.js';
 import {
   BuildContextError, BuildTimeoutError, GRANT_LABEL, STACK_BUILD_LABEL, STACK_HASH_LABEL, STACK_INSTANCE_LABEL, STACK_LABEL,
-  type ContainerRuntime, type NetworkAttachment, type ServiceContainerSpec, type UserNamespace, type VolumeMountSpec,
+  type ContainerRuntime, type ServiceContainerSpec, type UserNamespace, type VolumeMountSpec,
 } from '../../runtime/container-runtime.js';
 import type { GatewayClients } from '../gateway/gateway-types.js';
 import type { RunGrants } from '../gateway/run-grants.js';
@@ -31,11 +31,13 @@ import type { VolumeStaging } from '../../runtime/volume-staging.js';
 import { formatDuration } from '../../units.js';
 import type { EnvironmentPlan } from '../run-plan.js';
 import type { ContainerSlots, Slot } from '../containers/container-slots.js';
+import type { JoinedStack } from '../containers/engine-container.js';
 import type { RunPhases } from '../run-phases.js';
 import type { ImagePolicy } from '../validation/images.js';
+import type { StackView } from '../sessions/session-service.js';
 import { buildContainerfileCheck } from './build-check.js';
 import { serviceAddresses, serviceHostEntries, serviceProxyEnvironment, stackGrantId, type HostEntry } from './service-network.js';
-import { sessionImageTag, type DependencyCondition, type StackDefinition, type StackService } from './stack-definition.js';
+import { sessionImageTag, type DependencyCondition, type StackDefinition, type StackService } from '../compose-file/stack-definition.js';
 
 /** The way out of a stack's services: Berth's egress proxy (rootful Podman; rootless stacks have none). */
 export interface StackEgress {
@@ -83,26 +85,12 @@ export interface StacksDependencies {
   readonly onCountChanged?: (count: number) => void;
 }
 
-/** What the engine container of a run needs from its session's stack. */
-export interface StackAttachment {
-  /** The stack's network, where the engine answers to the agent service's name. */
-  readonly network: NetworkAttachment;
-  readonly volumeMounts: readonly VolumeMountSpec[];
-  /** The agent service's environment (the engine's own variables win). */
-  readonly environment: Readonly<Record<string, string>>;
-  /** The services' names and addresses, for the engine's /etc/hosts (the stack's network has no DNS). */
-  readonly hostEntries: readonly HostEntry[];
+/** What the engine container of a run needs from its session's stack: what it joins, and more. */
+export interface StackAttachment extends JoinedStack {
   /** The image the stack built for the agent service (this session's own), when it has `build:`. */
   readonly agentImage?: string;
   /** Ends this run's use of the stack (an ephemeral run's stack is then removed). */
   release(): Promise<void>;
-}
-
-/** A session's stack as GET /sessions shows it. */
-export interface StackView {
-  readonly services: readonly string[];
-  readonly in_use: boolean;
-  readonly last_used_at: string;
 }
 
 interface LiveStack {

@@ -7,13 +7,12 @@ import type { PreparedSession } from '../sessions/session-store.js';
 import { HOST_FROM_CONTAINER, type EngineAccess } from '../engine-access.js';
 import type { RunGrants } from '../gateway/run-grants.js';
 import type { GrantHolder } from '../gateway/gateway-types.js';
-import type { ContainerSpec, UserNamespace } from '../../runtime/container-runtime.js';
+import type { ContainerSpec, NetworkAttachment, UserNamespace, VolumeMountSpec } from '../../runtime/container-runtime.js';
 import { INSTANCE_LABEL, RUN_LABEL } from '../../runtime/container-runtime.js';
 import { buildEngineInvocation, gatewayEnvFile, gatewayEnvironment } from '../../engine/command.js';
 import { ENGINE_CONFIG_DIR, ENGINE_HOME, ENGINE_MOUNT, GATEWAY_ENV_FILE_NAME, INPUT_DIR, SECRET_ENV_DIR } from '../../engine/layout.js';
 import type { BindMount } from '../../runtime/container-runtime.js';
 import type { InputFileContent, RunInputs } from './run-inputs.js';
-import type { StackAttachment } from '../compose/stacks.js';
 
 /** What every engine container shares, from configuration. */
 export interface EngineContainerSettings {
@@ -42,6 +41,17 @@ export interface EngineContainerSettings {
   readonly inputs: RunInputs;
 }
 
+/** What the engine container joins of its session's compose stack (core/compose/stacks.ts StackAttachment). */
+export interface JoinedStack {
+  /** The stack's network, where the engine answers to the agent service's name. */
+  readonly network: NetworkAttachment;
+  readonly volumeMounts: readonly VolumeMountSpec[];
+  /** The agent service's environment (the engine's own variables win). */
+  readonly environment: Readonly<Record<string, string>>;
+  /** The services' names and addresses, for the engine's /etc/hosts (the stack's network has no DNS). */
+  readonly hostEntries: NonNullable<ContainerSpec['hostEntries']>;
+}
+
 export interface EngineContainer {
   readonly spec: ContainerSpec;
   /** To write with RunInputs.write(id, …) before the container is created (it is mounted at INPUT_DIR). */
@@ -62,7 +72,7 @@ export function engineContainer(
     /** A pre-started engine of the pool: stdin open for its one prompt (engine/command.ts `pooled`). */
     readonly pooled?: boolean;
     /** The session's compose stack, when the run has an environment: its network, volumes and environment. */
-    readonly stack?: Pick<StackAttachment, 'network' | 'volumeMounts' | 'environment' | 'hostEntries'>;
+    readonly stack?: JoinedStack;
     /**
      * Whose the container's credential is, when known now (a run's, an agent's); a pooled engine's is bound
      * at its claim (EnginePool.claim), and refused until then.

@@ -2,7 +2,7 @@
 // image by name, registry search, and pull. Registry failures are translated into the catalogue here.
 import { BerthError, errors } from '../../errors.js';
 import { RegistryError, STACK_BUILD_LABEL, type ContainerRuntime, type ImageSummary } from '../../runtime/container-runtime.js';
-import { isBuiltImageReference } from '../compose/stack-definition.js';
+import { isBuiltImageReference } from '../compose-file/stack-definition.js';
 import { formatImageReference, normaliseImageReference, parseImageReference } from '../validation/images.js';
 import { OFFICIAL_LABEL, rankImage, type CompatibilityRank } from './compatibility.js';
 import type { ImageProbe } from './image-probe.js';

@@ -8,9 +8,15 @@ import type { SessionStore } from './session-store.js';
 import { checkSessionUuid } from './session-id.js';
 import { UUID_PATTERN } from '../../uuid.js';
 import type { Caller } from '../auth/caller.js';
-import type { StackView } from '../compose/stacks.js';
 
 export const DEFAULT_PAGE_SIZE = 50;
+
+/** A session's stack as GET /sessions shows it (core/compose/stacks.ts gives it). */
+export interface StackView {
+  readonly services: readonly string[];
+  readonly in_use: boolean;
+  readonly last_used_at: string;
+}
 
 export interface SessionSummary {
   readonly id: string;

@@ -6,8 +6,8 @@ import type { Config } from '../../config.js';
 import { errors } from '../../errors.js';
 import { formatDuration, parseDuration } from '../../units.js';
 import type { ComposeEnvironmentRequest, EnvironmentPlan } from '../run-plan.js';
-import { ComposeFileError, loadComposeDocument, MAX_COMPOSE_FILE_BYTES, parseEnvFile } from '../compose/compose-document.js';
-import { defineStack, StackDefinitionError } from '../compose/stack-definition.js';
+import { ComposeFileError, loadComposeDocument, MAX_COMPOSE_FILE_BYTES, parseEnvFile } from '../compose-file/compose-document.js';
+import { defineStack, StackDefinitionError } from '../compose-file/stack-definition.js';
 import { hostPathPolicy, normaliseAbsolutePath, resolveAllowedHostPath, type RealpathFs } from './volumes.js';
 
 const FIELD = 'container.environment';

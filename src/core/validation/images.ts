@@ -3,7 +3,7 @@
 // runtime adapter's (it inspects the image before creating the container).
 import { errors } from '../../errors.js';
 import { checkCharacters } from './text.js';
-import { isBuiltImageReference } from '../compose/stack-definition.js';
+import { isBuiltImageReference } from '../compose-file/stack-definition.js';
 
 export interface ImageReference {
   /** Registry host, with port if any: `docker.io`, `localhost`, `quay.io`, `registry.example:5000`. */

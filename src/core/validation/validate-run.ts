@@ -8,7 +8,7 @@ import type { ContainerOptions, EngineOptions, RunRequest } from '../run-request
 import { validateImage, type ImagePolicy } from './images.js';
 import { validateEnvironment, type HostFileReader } from './environment.js';
 import { blockedVariableReason } from './secrets-env.js';
-import { builtImageTag, type StackService } from '../compose/stack-definition.js';
+import { builtImageTag, type StackService } from '../compose-file/stack-definition.js';
 import { readPinnedFile } from '../../runtime/volume-staging.js';
 import { validateHooksTimeout, validateLimits } from './limits.js';
 import { validateWorkdir } from './paths.js';
