@@ -1,5 +1,6 @@
-// Data flows one way: http → core → runtime / engine / store. This test reads every import (type-only
-// ones too) under src/ and fails, naming file and import, when one runs against the flow.
+// Data flows one way: http → core → runtime / engine / store, and inside core from its top folders down to
+// its bottom ones (CORE_ORDER). This test reads every import (type-only ones too) under src/ and fails,
+// naming file and import, when one runs against the flow.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -24,6 +25,60 @@ const FORBIDDEN: Record<string, readonly string[]> = {
 const COMPOSITION_ROOT = new Set(['main.ts', 'server.ts']);
 const LEAF_FORBIDDEN = ['core', 'http', 'runtime', 'store', 'engine', 'gateway'];
 
+/**
+ * The order of core's folders and of the files directly in core, from the bottom up: each may import only
+ * what stands below it. At the bottom the vocabulary (a run's request, plan and phases, the compose file's
+ * definition), then what the containers are built from (grants, engine access, validation, session
+ * directories, images), the engine containers every use shares, and on them what runs and agents use
+ * (workspaces, compose stacks, the pool), the runs, the agents, the jobs, and the service's own status.
+ */
+export const CORE_ORDER: readonly string[] = [
+  'settling.ts',
+  'runtime-errors.ts',
+  'runtime-outage.ts',
+  'run-phases.ts',
+  'run-request.ts',
+  'compose-file',
+  'run-plan.ts',
+  'auth',
+  'events',
+  'webhooks',
+  'gateway',
+  'engine-access.ts',
+  'validation',
+  'sessions',
+  'images',
+  'containers',
+  'workspaces',
+  'compose',
+  'pool',
+  'runs',
+  'agents',
+  'jobs',
+  'system-status.ts',
+  'shutdown.ts',
+  'reaper.ts',
+];
+
+/** Where a file of src/core stands in CORE_ORDER: its folder under core, or its own name when directly in core. */
+function coreUnitOf(file: string): string | undefined {
+  const parts = relative(SRC, file).split('/');
+  if (parts[0] !== 'core' || parts.length < 2) return undefined;
+  return parts.length > 2 ? parts[1]! : parts[1]!.replace(/\.js$/, '.ts');
+}
+
+/** An import from one part of core to another that does not stand below it in CORE_ORDER (or is not in it). */
+function againstCoreOrder(from: string, to: string): string | undefined {
+  const fromUnit = coreUnitOf(from);
+  const toUnit = coreUnitOf(to);
+  if (fromUnit === undefined || toUnit === undefined || fromUnit === toUnit) return undefined;
+  const fromRank = CORE_ORDER.indexOf(fromUnit);
+  const toRank = CORE_ORDER.indexOf(toUnit);
+  if (fromRank < 0) return `${fromUnit} is not in core's order`;
+  if (toRank < 0) return `${toUnit} is not in core's order`;
+  return toRank > fromRank ? `${toUnit} stands above ${fromUnit} in core's order` : undefined;
+}
+
 /** The folder of src/ a file belongs to: '' for the composition root, 'leaf' for other files directly in src/. */
 function layerOf(file: string): string {
   const parts = relative(SRC, file).split('/');
@@ -47,9 +102,12 @@ export function violations(files: readonly { path: string; source: string }[]): 
   for (const { path, source } of files) {
     const from = layerOf(path);
     for (const specifier of importsOf(source)) {
-      const to = layerOf(resolve(dirname(path), specifier));
+      const target = resolve(dirname(path), specifier);
+      const to = layerOf(target);
       const forbidden = from === 'leaf' ? LEAF_FORBIDDEN : (FORBIDDEN[from] ?? []);
       if (forbidden.includes(to)) found.push(`${relative(SRC, path)} (${from}/) imports ${specifier} (${to}/)`);
+      const inCore = againstCoreOrder(path, target);
+      if (inCore !== undefined) found.push(`${relative(SRC, path)} imports ${specifier}: ${inCore}`);
     }
   }
   return found;
@@ -75,6 +133,35 @@ test('the rule catches imports against the flow, type-only and dynamic ones incl
     { path: join(SRC, 'server.ts'), source: "import { startGateway } from './gateway/gateway-server.js';" },
   ];
   assert.equal(violations(bad).length, 6, violations(bad).join('\n'));
+});
+
+test("inside core, a folder imports only what stands below it in core's order", () => {
+  const files = [
+    // Against the order: the pool under the runs that claim from it, containers under the pool, a core file under compose.
+    { path: join(SRC, 'core', 'pool', 'a.ts'), source: "import type { RunService } from '../runs/run-service.js';" },
+    { path: join(SRC, 'core', 'containers', 'b.ts'), source: "import { EnginePool } from '../pool/engine-pool.js';" },
+    { path: join(SRC, 'core', 'run-plan.ts'), source: "import type { Stacks } from './compose/stacks.js';" },
+    // A folder that is not in the order, from either side.
+    { path: join(SRC, 'core', 'misc', 'c.ts'), source: "import { x } from '../run-plan.js';" },
+    { path: join(SRC, 'core', 'runs', 'd.ts'), source: "import { y } from '../misc/y.js';" },
+    // Along the order, and inside one folder.
+    { path: join(SRC, 'core', 'runs', 'ok.ts'), source: "import { EnginePool } from '../pool/engine-pool.js';\nimport type { RunPlan } from '../run-plan.js';\nimport { z } from './z.js';" },
+    { path: join(SRC, 'core', 'compose', 'ok.ts'), source: "import type { ContainerSlots } from '../containers/container-slots.js';\nimport type { RunPhases } from '../run-phases.js';" },
+  ];
+  const found = violations(files);
+  assert.deepEqual(found, [
+    "core/pool/a.ts imports ../runs/run-service.js: runs stands above pool in core's order",
+    "core/containers/b.ts imports ../pool/engine-pool.js: pool stands above containers in core's order",
+    "core/run-plan.ts imports ./compose/stacks.js: compose stands above run-plan.ts in core's order",
+    "core/misc/c.ts imports ../run-plan.js: misc is not in core's order",
+    "core/runs/d.ts imports ../misc/y.js: misc is not in core's order",
+  ]);
+});
+
+test("every folder and file directly in core has its place in core's order", () => {
+  const units = new Set(sourceFiles(join(SRC, 'core')).map((file) => coreUnitOf(file)!));
+  assert.deepEqual([...units].filter((unit) => !CORE_ORDER.includes(unit)).sort(), []);
+  assert.deepEqual(CORE_ORDER.filter((unit) => !units.has(unit)), [], 'the order names only what exists');
 });
 
 test('no module under src/ imports against the one-way flow', () => {
