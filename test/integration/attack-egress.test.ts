@@ -14,7 +14,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { after, afterEach, before, describe, test } from 'node:test';
 import type { TestBerth } from '../support/berth.js';
 import { startBerthWithCallers } from '../support/callers.js';
-import { OUTSIDE_COMMIT, probeResult, probeRun, startHostTrap, startOutsideHosts, type HostTrap, type OutsideHosts } from '../support/outside-hosts.js';
+import { OUTSIDE_COMMIT, probeRun, requireProbeResult, startHostTrap, startOutsideHosts, type HostTrap, type OutsideHosts } from '../support/outside-hosts.js';
 
 const exec = promisify(execFile);
 
@@ -34,13 +34,6 @@ function hostAddress(): string | undefined {
     if (v4) return v4.address;
   }
   return undefined;
-}
-
-/** A probe's result; fails with the whole output when the probe printed nothing. */
-function result(output: string, label: string): string {
-  const found = probeResult(output, label);
-  assert.ok(found !== undefined, `probe ${label} printed its result:\n${output}`);
-  return found;
 }
 
 describe('egress: the model key stays outside the container, a run reaches only what its caller allowed', () => {
@@ -129,7 +122,7 @@ describe('egress: the model key stays outside the container, a run reaches only 
     assert.ok(token, `the engine's key is a per-run credential:\n${output.slice(0, 2000)}`);
     assert.match(output, new RegExp(`^HTTPS?_PROXY=http://berth:${token}@`, 'm'), 'the proxy credential is the same per-run one');
     // Positive control: while the run lives, its credential works for a hand-written request.
-    assert.match(result(output, 'live'), /^HTTP\/1\.1 200 /);
+    assert.match(requireProbeResult(output, 'live'), /^HTTP\/1\.1 200 /);
     deadToken = token;
 
     // Once the run has answered, its credential is refused, by the model gateway and by the proxy.
@@ -173,14 +166,14 @@ describe('egress: the model key stays outside the container, a run reaches only 
     );
     assert.equal(run.status, 200, JSON.stringify(run.body));
     const output: string = run.body.output;
-    assert.match(result(output, 'allowed-http'), new RegExp(`^HTTP/1\\.1 200 .*outside-host http host=allowed\\.test:${outside.httpPort} path=/page`));
+    assert.match(requireProbeResult(output, 'allowed-http'), new RegExp(`^HTTP/1\\.1 200 .*outside-host http host=allowed\\.test:${outside.httpPort} path=/page`));
     assert.match(output, new RegExp(`^git-http: ${OUTSIDE_COMMIT}\\s+refs/heads/main$`, 'm'), 'git over plain HTTP through the proxy');
     assert.match(output, new RegExp(`^git-https: ${OUTSIDE_COMMIT}\\s+refs/heads/main$`, 'm'), 'git over HTTPS (CONNECT) through the proxy');
 
-    assert.match(result(output, 'other-http'), /^HTTP\/1\.1 403 .*Berth egress proxy: other\.test:\d+ refused/);
-    assert.match(result(output, 'other-port'), /^HTTP\/1\.1 403 .*Berth egress proxy: allowed\.test:\d+ refused/);
-    assert.match(result(output, 'forged-host'), /^HTTP\/1\.1 4\d\d /);
-    assert.match(result(output, 'no-credential'), /^HTTP\/1\.1 407 /);
+    assert.match(requireProbeResult(output, 'other-http'), /^HTTP\/1\.1 403 .*Berth egress proxy: other\.test:\d+ refused/);
+    assert.match(requireProbeResult(output, 'other-port'), /^HTTP\/1\.1 403 .*Berth egress proxy: allowed\.test:\d+ refused/);
+    assert.match(requireProbeResult(output, 'forged-host'), /^HTTP\/1\.1 4\d\d /);
+    assert.match(requireProbeResult(output, 'no-credential'), /^HTTP\/1\.1 407 /);
     assert.doesNotMatch(output, new RegExp(`^git-other: ${OUTSIDE_COMMIT}`, 'm'));
     assert.match(output, /^git-other: .*403/m, 'git shows the proxy\'s refusal');
     assert.deepEqual(outside.seen('other.test'), [], 'other.test was never contacted');
@@ -229,11 +222,11 @@ describe('egress: the model key stays outside the container, a run reaches only 
     assert.equal(run.status, 200, JSON.stringify(run.body));
     const output: string = run.body.output;
     // Positive control: the right name gets the server's first TLS record (a handshake record, 0x16).
-    assert.match(result(output, 'sni-match'), /^HTTP\/1\.1 200 .*\| reply=16/);
+    assert.match(requireProbeResult(output, 'sni-match'), /^HTTP\/1\.1 200 .*\| reply=16/);
     for (const label of ['sni-other', 'sni-none', 'not-tls']) {
-      assert.match(result(output, label), /reply=none$|^closed$/, `${label}: nothing comes back from the outside host`);
+      assert.match(requireProbeResult(output, label), /reply=none$|^closed$/, `${label}: nothing comes back from the outside host`);
     }
-    assert.match(result(output, 'connect-other'), /^HTTP\/1\.1 403 /);
+    assert.match(requireProbeResult(output, 'connect-other'), /^HTTP\/1\.1 403 /);
     assert.deepEqual(outside.serverNames.slice(namesBefore), ['allowed.test'], 'only the allowed name reached the TLS server');
     assert.ok(!outside.requests.some((request) => request.host === 'other.test'), 'the plain request through the tunnel never arrived');
     const usage = await t.request('GET', `/usage/runs/${run.body.id}`, undefined, as('alice'));
@@ -284,14 +277,14 @@ describe('egress: the model key stays outside the container, a run reaches only 
     );
     assert.equal(run.status, 200, JSON.stringify(run.body));
     const output: string = run.body.output;
-    for (const [label] of rawTargets) assert.equal(result(output, label), 'closed', `${label}: no direct connection`);
-    for (const label of ['dns-gateway', 'dns-podman-bridge', 'resolve']) assert.equal(result(output, label), 'silent', `${label}: no DNS`);
+    for (const [label] of rawTargets) assert.equal(requireProbeResult(output, label), 'closed', `${label}: no direct connection`);
+    for (const label of ['dns-gateway', 'dns-podman-bridge', 'resolve']) assert.equal(requireProbeResult(output, label), 'silent', `${label}: no DNS`);
     for (const label of ['proxy-metadata', 'proxy-localhost', 'proxy-loopback-api', 'proxy-gateway-api']) {
-      assert.match(result(output, label), /^HTTP\/1\.1 403 .*Berth egress proxy/, `${label}: refused after resolution`);
+      assert.match(requireProbeResult(output, label), /^HTTP\/1\.1 403 .*Berth egress proxy/, `${label}: refused after resolution`);
     }
     assert.deepEqual(outside.seen('localhost'), [], 'localhost resolved to loopback: never connected');
-    assert.match(result(output, 'dead-model-key'), /^HTTP\/1\.1 401 /, 'alice\'s spent credential does not work for bob');
-    assert.match(result(output, 'dead-proxy-key'), /^HTTP\/1\.1 407 /);
+    assert.match(requireProbeResult(output, 'dead-model-key'), /^HTTP\/1\.1 401 /, 'alice\'s spent credential does not work for bob');
+    assert.match(requireProbeResult(output, 'dead-proxy-key'), /^HTTP\/1\.1 407 /);
     const usage = await t.request('GET', `/usage/runs/${run.body.id}`, undefined, as('bob'));
     const refused = (usage.body.egress as { host: string; decision: string }[]).filter((d) => d.decision === 'refused_address').map((d) => d.host);
     for (const host of ['169.254.169.254', 'localhost', '127.0.0.1', gatewayHost]) assert.ok(refused.includes(host), `${host}: refused_address in ${refused.join(', ')}`);
@@ -312,8 +305,8 @@ describe('egress: the model key stays outside the container, a run reaches only 
     assert.equal(run.status, 200, JSON.stringify(run.body));
     const output: string = run.body.output;
     assert.match(output, /model reached/);
-    assert.match(result(output, 'none-http'), /^HTTP\/1\.1 403 .*Berth egress proxy/);
-    assert.match(result(output, 'none-tls'), /^HTTP\/1\.1 403 /);
+    assert.match(requireProbeResult(output, 'none-http'), /^HTTP\/1\.1 403 .*Berth egress proxy/);
+    assert.match(requireProbeResult(output, 'none-tls'), /^HTTP\/1\.1 403 /);
     assert.equal(outside.seen('allowed.test').length, seenBefore);
   });
 

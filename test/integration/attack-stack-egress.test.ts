@@ -18,7 +18,7 @@ import { after, before, describe, test } from 'node:test';
 import { stringify } from 'yaml';
 import type { TestBerth } from '../support/berth.js';
 import { startBerthWithCallers } from '../support/callers.js';
-import { probeResult, startHostTrap, startOutsideHosts, type HostTrap, type OutsideHosts } from '../support/outside-hosts.js';
+import { requireProbeResult, startHostTrap, startOutsideHosts, type HostTrap, type OutsideHosts } from '../support/outside-hosts.js';
 
 const exec = promisify(execFile);
 const REDIS = 'localhost/berth-test-redis:bookworm';
@@ -34,12 +34,6 @@ async function probeInService(container: string, ...commands: string[]): Promise
   const { stdout } = await exec('podman', ['exec', container, 'bash', '-c', script], { timeout: 120_000 });
   assert.match(stdout, /probes-done/, stdout);
   return stdout;
-}
-
-function result(output: string, label: string): string {
-  const found = probeResult(output, label);
-  assert.ok(found !== undefined, `probe ${label} printed its result:\n${output}`);
-  return found;
 }
 
 describe('egress of compose services: only the proxy, with the run\'s policy', () => {
@@ -122,18 +116,18 @@ describe('egress of compose services: only the proxy, with the run\'s policy', (
       'echo "noproxy $NO_PROXY"',
       'echo "token ${creds#berth:}"',
     );
-    assert.match(result(seen, 'allowed'), /^HTTP\/1\.1 200 .*allowed\.test/, 'the allowed host answers through the proxy');
-    assert.match(result(seen, 'other'), /^HTTP\/1\.1 403 /, 'a host the run did not allow is refused');
+    assert.match(requireProbeResult(seen, 'allowed'), /^HTTP\/1\.1 200 .*allowed\.test/, 'the allowed host answers through the proxy');
+    assert.match(requireProbeResult(seen, 'other'), /^HTTP\/1\.1 403 /, 'a host the run did not allow is refused');
     assert.equal(outside.seen('other.test').length, 0, 'the refused host was never contacted');
-    assert.match(result(seen, 'model'), /^HTTP\/1\.1 403 .*permission_error/, 'a service\'s credential cannot call the model');
-    assert.equal(result(seen, 'raw-trap'), 'closed');
-    assert.equal(result(seen, 'dns-gateway'), 'silent', 'no DNS server on the stack\'s gateway');
-    assert.equal(result(seen, 'dns-resolver'), 'silent', 'the host\'s resolver is out of reach');
-    assert.equal(result(seen, 'lookup'), 'none', 'outside names do not resolve in a service');
-    assert.equal(result(seen, 'sibling'), 'PONG', 'services know each other by name');
-    assert.match(result(seen, 'noproxy'), /(^|,)cache(,|$)/, 'traffic between services does not go through the proxy');
-    assert.match(result(seen, 'noproxy'), /,intranet\.example$/, 'the compose file\'s NO_PROXY is kept');
-    const token = result(seen, 'token');
+    assert.match(requireProbeResult(seen, 'model'), /^HTTP\/1\.1 403 .*permission_error/, 'a service\'s credential cannot call the model');
+    assert.equal(requireProbeResult(seen, 'raw-trap'), 'closed');
+    assert.equal(requireProbeResult(seen, 'dns-gateway'), 'silent', 'no DNS server on the stack\'s gateway');
+    assert.equal(requireProbeResult(seen, 'dns-resolver'), 'silent', 'the host\'s resolver is out of reach');
+    assert.equal(requireProbeResult(seen, 'lookup'), 'none', 'outside names do not resolve in a service');
+    assert.equal(requireProbeResult(seen, 'sibling'), 'PONG', 'services know each other by name');
+    assert.match(requireProbeResult(seen, 'noproxy'), /(^|,)cache(,|$)/, 'traffic between services does not go through the proxy');
+    assert.match(requireProbeResult(seen, 'noproxy'), /,intranet\.example$/, 'the compose file\'s NO_PROXY is kept');
+    const token = requireProbeResult(seen, 'token');
     assert.match(token, /^brt_[0-9a-f]{64}$/);
     await delay(300);
     assert.deepEqual(trap.contacts, [], 'nothing reached the host trap');
@@ -155,7 +149,7 @@ describe('egress of compose services: only the proxy, with the run\'s policy', (
     );
     assert.equal(second.status, 200, JSON.stringify(second.body));
     const closed = await probeInService(worker, `http allowed ${allowedUrl}`);
-    assert.match(result(closed, 'allowed'), /^HTTP\/1\.1 403 /, 'the latest run\'s policy holds for the services');
+    assert.match(requireProbeResult(closed, 'allowed'), /^HTTP\/1\.1 403 /, 'the latest run\'s policy holds for the services');
 
     // Once the stack is gone, its credential is refused: bob's run tries it as his proxy credential.
     assert.equal((await t.request('DELETE', `/sessions/${sessionId}`, undefined, as('alice'))).status, 200);
@@ -167,7 +161,7 @@ describe('egress of compose services: only the proxy, with the run\'s policy', (
       as('bob'),
     );
     assert.equal(replay.status, 200, JSON.stringify(replay.body));
-    assert.match(result(replay.body.output, 'replay'), /^HTTP\/1\.1 407 /, 'a removed stack\'s credential is refused');
+    assert.match(requireProbeResult(replay.body.output, 'replay'), /^HTTP\/1\.1 407 /, 'a removed stack\'s credential is refused');
     assert.deepEqual(await t.leftovers(), []);
     assert.equal((await podman('network', 'ls', '--filter', `label=berth.stack=${sessionId}`, '--format', '{{.Name}}')), '');
   });

@@ -9,6 +9,7 @@
 // `info/refs` answers git's dumb protocol, so `git ls-remote` (the TLS client the agent image has) works.
 // A host trap (TCP and UDP on every address) records anything that reaches the host on a port no
 // container is meant to reach; captured ClientHellos let a test speak TLS with any SNI from bash.
+import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { readFileSync } from 'node:fs';
@@ -241,4 +242,11 @@ export function probeRun(...commands: string[]): string {
 export function probeResult(output: string, label: string): string | undefined {
   const escaped = label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   return new RegExp(`^${escaped} (.*)$`, 'm').exec(output)?.[1];
+}
+
+/** The result a probe printed for `label`; fails, showing the whole output, when the probe printed nothing. */
+export function requireProbeResult(output: string, label: string): string {
+  const found = probeResult(output, label);
+  assert.ok(found !== undefined, `probe ${label} printed its result:\n${output}`);
+  return found;
 }
