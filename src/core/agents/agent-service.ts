@@ -119,7 +119,9 @@ export class AgentService {
       { caller, purpose: 'agent' },
     );
     const { session } = accepted;
-    const agentId = `agent-${randomUUID()}`;
+    // A pooled engine was started under the id of the agent it would be (`agent-<uuid>`, engine-pool.ts), so
+    // that its container is named and labelled as a fresh agent's.
+    const agentId = accepted.pooled?.runId ?? `agent-${randomUUID()}`;
     let container: AgentContainer;
     try {
       // A session the agent creates is its own: hidden from GET /sessions and its messages never served.

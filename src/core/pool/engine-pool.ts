@@ -7,7 +7,9 @@
 // pooled container is never used twice. The pool refills in the background, only while the server has a
 // free container slot; when, and how many, is refill-schedule.ts's. Until claimed, an engine is named as the
 // pool's (`berth-pool-…`, label `berth.pool`), so that `podman ps` on an idle server shows no run in
-// progress; a claimed one still running a moment later takes its run's name (pooledContainerName).
+// progress; a claimed one still running a moment later takes its claimant's name (pooledContainerName): a
+// run's `berth-run-…`, an agent's `berth-agent-…` (the agents' pool starts each engine under the id of the
+// agent it will be, so that a claimed one is named and labelled as a fresh agent's container).
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { POOL_LABEL, type AttachedContainer, type ContainerRuntime } from '../../runtime/container-runtime.js';
@@ -61,6 +63,7 @@ export interface PoolDependencies {
 
 /** A pre-started engine handed to one run. */
 export interface PooledEngine {
+  /** `run-<uuid>`, or for the agents' pool `agent-<uuid>`: the id of the agent that claims it. */
   readonly runId: string;
   readonly containerId: string;
   readonly session: PreparedSession;
@@ -88,19 +91,19 @@ interface Entry extends Omit<PooledEngine, 'handedOver'> {
   exited: boolean;
 }
 
-/** The name engineContainer() gives a run's container: a claimed engine's, once renamed. */
-const runContainerName = (runId: string) => `berth-${runId}`;
+/** The name engineContainer() gives a run's or an agent's container: a claimed engine's, once renamed. */
+const claimedContainerName = (id: string) => `berth-${id}`;
 
 /**
  * The name of a pooled engine until its claim: the pool's (`berth-pool-<uuid>` for the engine that will be
- * run `run-<uuid>`), so that a listing of containers tells pre-started engines from runs in progress.
+ * run `run-<uuid>` or agent `agent-<uuid>`), so that a listing of containers tells pre-started engines from runs in progress.
  */
 export function pooledContainerName(runId: string): string {
-  return `berth-pool-${runId.replace(/^run-/, '')}`;
+  return `berth-pool-${runId.replace(/^(run|agent)-/, '')}`;
 }
 
 /**
- * How long after its claim an engine still running takes its run's name. Not at the claim: a rename is a
+ * How long after its claim an engine still running takes its run's (or agent's) name. Not at the claim: a rename is a
  * Podman call (a container lock and a write of its state) on the 2 cores a claimed run's turn is using, and
  * a default run is answered and removed within this time anyway; a long run or an agent is renamed.
  */
@@ -238,11 +241,11 @@ export class EnginePool {
     return { ...entry, handedOver };
   }
 
-  /** A claimed engine still running after RENAME_AFTER_CLAIM_MS takes its run's name (a gone one is left alone). */
+  /** A claimed engine still running after RENAME_AFTER_CLAIM_MS takes its run's or agent's name (a gone one is left alone). */
   private renameWhenClaimed(entry: Entry): void {
     const timer = setTimeout(() => {
       this.renames.delete(timer);
-      this.deps.runtime.renameContainer(entry.containerId, runContainerName(entry.runId)).catch((error: unknown) => {
+      this.deps.runtime.renameContainer(entry.containerId, claimedContainerName(entry.runId)).catch((error: unknown) => {
         // Removed meanwhile (the run ended as the rename came): nothing to name. Otherwise it keeps the pool's name.
         this.deps.log.debug({ err: error, runId: entry.runId }, 'a claimed pooled engine was not renamed');
       });
@@ -410,7 +413,8 @@ export class EnginePool {
 
   private async create(slot: { release(): void }, start: EngineStart): Promise<Entry> {
     const { runtime, sessions, template, container } = this.deps;
-    const runId = `run-${randomUUID()}`;
+    // An agent's engine has the agent's id (AgentService.spawn takes it): named and labelled as a fresh agent's.
+    const runId = `${this.deps.kind}-${randomUUID()}`;
     const [image, engineBinary] = await Promise.all([runtime.inspectImage(template.container.image), this.deps.engineBinary()]);
     if (!image) throw new Error(`the agent image ${template.container.image} is not present`);
     // Named before anything exists: whoever looks at containers or sessions can tell the pool's apart.
