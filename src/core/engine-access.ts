@@ -40,12 +40,15 @@ export const HOST_FROM_CONTAINER = 'host.containers.internal';
 /** The offline model listens on loopback only: the gateway, in the same process's host, is its one client. */
 export const OFFLINE_MODEL_HOST = '127.0.0.1';
 
+/** What EngineAccess reads of the configuration: the engine's settings, and the data directory it tidies. */
+export type EngineAccessSettings = Pick<Config, 'engine' | 'dataDir'>;
+
 export class EngineAccess {
   private state: EngineAccessState = { mode: 'not-configured', offline: false, message: 'not initialised' };
   private offlineModel: OfflineModelHandle | undefined;
 
   constructor(
-    private readonly config: Config,
+    private readonly config: EngineAccessSettings,
     private readonly runtime: Pick<ContainerRuntime, 'secretExists' | 'readSecret'>,
     private readonly startOfflineModel: StartOfflineModel,
   ) {}

@@ -14,9 +14,12 @@ export interface Health {
   readonly components: readonly { readonly name: string; readonly status: ComponentStatus }[];
 }
 
+/** What the status reads of the configuration: the version it reports, and where the engine's credential is. */
+export type StatusSettings = Pick<Config, 'version'> & { readonly engine: Pick<Config['engine'], 'credentialsFile' | 'credentialsSecret'> };
+
 export class SystemStatus {
   constructor(
-    private readonly config: Config,
+    private readonly config: StatusSettings,
     private readonly runtime: ContainerRuntime,
     private readonly engineAccess: EngineAccess,
   ) {}

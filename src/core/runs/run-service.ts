@@ -2,7 +2,6 @@
 // Shared by every run mode; the modes differ only in how they deliver what this returns.
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Config } from '../../config.js';
 import { BerthError, errors } from '../../errors.js';
 import type { RunRequest } from '../run-request.js';
 import type { EnvironmentPlan, RunPlan } from '../run-plan.js';
@@ -10,7 +9,7 @@ import type { StackAttachment, Stacks } from '../compose/stacks.js';
 import { pooledContainerName, type EnginePool, type PooledEngine } from '../pool/engine-pool.js';
 import { deriveSessionTitle } from '../../engine/session-title.js';
 import type { ContainerRuntime } from '../../runtime/container-runtime.js';
-import { validateRunRequest } from '../validation/validate-run.js';
+import { validateRunRequest, type ValidationSettings } from '../validation/validate-run.js';
 import type { SessionStore, PreparedSession } from '../sessions/session-store.js';
 import type { ImageCheck } from './image-check.js';
 import type { RunExecutor, RunHooks, RunOutcome } from './run-executor.js';
@@ -34,7 +33,8 @@ import type { BudgetDecision } from '../gateway/gateway-types.js';
 
 /** The caller's daily model limits, checked before a run gets anything (core/gateway/budgets.ts). */
 export interface BudgetAdmission {
-  admission(caller: string, now: number): BudgetDecision;
+  /** Answers from memory when the caller's total for the day is there; reads it from the usage store otherwise. */
+  admission(caller: string, now: number): Promise<BudgetDecision>;
 }
 
 export interface RunObserver {
@@ -44,7 +44,8 @@ export interface RunObserver {
 }
 
 export interface RunServiceDependencies {
-  readonly config: Config;
+  /** The configuration every request is validated against (the service reads nothing else of it). */
+  readonly config: ValidationSettings;
   readonly runtime: ContainerRuntime;
   readonly sessions: SessionStore;
   readonly images: ImageCheck;
@@ -134,9 +135,10 @@ export class RunService {
     request: RunRequest,
     options: AcceptOptions,
   ): Promise<AcceptedRun> {
+    // A caller whose daily model budget is spent gets nothing: no slot, no session, no container. Asked first:
+    // it may wait for the usage store, and a stop that began meanwhile must still refuse the run.
+    const admission = await this.deps.budgets?.admission(options.caller.owner, Date.now());
     if (!this.accepting) throw errors.shuttingDown();
-    // A caller whose daily model budget is spent gets nothing: no slot, no session, no container.
-    const admission = this.deps.budgets?.admission(options.caller.owner, Date.now());
     if (admission && !admission.ok) throw errors.budgetExceeded(admission.message);
     const slot = new RunSlot(this.deps.slots, options.caller.owner);
     // Taken first: a caller at its limit is refused before anything is validated, locked or created.

@@ -8,16 +8,22 @@ import { formatDuration, parseDuration } from '../../units.js';
 import type { ComposeEnvironmentRequest, EnvironmentPlan } from '../run-plan.js';
 import { ComposeFileError, loadComposeDocument, MAX_COMPOSE_FILE_BYTES, parseEnvFile } from '../compose-file/compose-document.js';
 import { defineStack, StackDefinitionError } from '../compose-file/stack-definition.js';
-import { hostPathPolicy, normaliseAbsolutePath, resolveAllowedHostPath, type RealpathFs } from './volumes.js';
+import { hostPathPolicy, normaliseAbsolutePath, resolveAllowedHostPath, type HostPathSettings, type RealpathFs } from './volumes.js';
 
 const FIELD = 'container.environment';
 
 /** Reads a host file without following links (runtime/volume-staging.ts readPinnedFile); undefined when missing. */
 export type HostFileReader = (path: string, maxBytes: number) => Promise<Buffer | undefined>;
 
+/** The configuration a compose environment is checked against: host paths, compose limits, the containers' maxima. */
+export type EnvironmentSettings = HostPathSettings & {
+  readonly compose: Pick<Config['compose'], 'allowPrivileged' | 'allowHostNetwork' | 'allowHostVolumes' | 'allowBuild' | 'buildTimeoutMs' | 'healthTimeoutMs'>;
+  readonly agent: Pick<Config['agent'], 'maxMemoryBytes' | 'maxCpus'>;
+};
+
 export async function validateEnvironment(
   environment: ComposeEnvironmentRequest,
-  context: { readonly config: Config; readonly fs: RealpathFs; readonly readFile: HostFileReader },
+  context: { readonly config: EnvironmentSettings; readonly fs: RealpathFs; readonly readFile: HostFileReader },
 ): Promise<EnvironmentPlan> {
   const { config } = context;
   if (environment.type !== 'compose') throw errors.invalid(`${FIELD}.type: "${String(environment.type)}" is not supported; the only type is "compose"`);

@@ -1,10 +1,10 @@
 // The validation layer: a run request in, a RunPlan or a BerthError out. See docs/security.md.
-export { validateRunRequest, sessionIntent, type ValidationContext } from './validate-run.js';
+export { validateRunRequest, sessionIntent, type ValidationContext, type ValidationSettings } from './validate-run.js';
 export {
   ALLOWED_MOUNT_OPTIONS, BERTH_MOUNT_POINTS, BLOCKED_CONTAINER_PATHS, BLOCKED_HOME_ENTRIES, blockedPathReason,
   checkContainerPath, checkDistinctTargets, hostPathPolicy, isUnder, mountTargetReason, nodeRealpathFs, normaliseAbsolutePath,
   parseVolumeSpec, protectedHostPaths, resolveAllowedHostPath, resolveHostPath, toVolumeMount, validateVolumes,
-  type HostPathPolicy, type ProtectedHostPath, type RealpathFs, type VolumeSpec,
+  type HostPathPolicy, type HostPathSettings, type ProtectedHostPath, type ProtectedPathSettings, type RealpathFs, type VolumeSpec,
 } from './volumes.js';
 export { validateWorkdir } from './paths.js';
 export {
@@ -17,7 +17,7 @@ export {
 } from './secrets-env.js';
 export {
   DEFAULT_HOOKS_TIMEOUT_MS, checkCpuShares, checkCpus, checkDuration, checkMemory, formatMemory, validateHooksTimeout,
-  validateLimits, type Limits,
+  validateLimits, type Limits, type LimitsPolicy,
 } from './limits.js';
 export {
   checkCharacters, checkHookCommands, checkModel, checkOptionalText, checkPrompt, checkSessionId, checkSize, checkToolNames,

@@ -17,6 +17,12 @@ export const MAX_CPU_SHARES = 262_144;
 export const MIN_TIMEOUT_MS = 1_000;
 export const DEFAULT_HOOKS_TIMEOUT_MS = 5 * 60_000;
 
+/** The server's defaults and upper bounds of a container's resources (SERVICE_AGENT_DEFAULT_* and SERVICE_AGENT_MAX_*). */
+export type LimitsPolicy = Pick<
+  Config['agent'],
+  'defaultMemoryBytes' | 'maxMemoryBytes' | 'defaultDiskBytes' | 'maxDiskBytes' | 'defaultCpus' | 'maxCpus' | 'defaultCpuShares' | 'defaultTimeoutMs' | 'maxTimeoutMs'
+>;
+
 export type Limits = Pick<ContainerPlan, 'memoryBytes' | 'memoryText' | 'diskBytes' | 'diskText' | 'cpus' | 'cpuShares' | 'timeoutMs' | 'timeoutText'>;
 
 export function formatMemory(bytes: number): string {
@@ -26,8 +32,8 @@ export function formatMemory(bytes: number): string {
   return `${bytes}b`;
 }
 
-export function checkMemory(text: string | undefined, config: Config): { bytes: number; text: string } {
-  const { defaultMemoryBytes, maxMemoryBytes } = config.agent;
+export function checkMemory(text: string | undefined, policy: LimitsPolicy): { bytes: number; text: string } {
+  const { defaultMemoryBytes, maxMemoryBytes } = policy;
   if (text === undefined) return { bytes: defaultMemoryBytes, text: formatMemory(defaultMemoryBytes) };
   const bytes = parseMemory(text);
   if (bytes === undefined) {
@@ -41,8 +47,8 @@ export function checkMemory(text: string | undefined, config: Config): { bytes: 
 }
 
 /** container.disk: the size of the file system everything the run writes goes to. */
-export function checkDisk(text: string | undefined, config: Config): { bytes: number; text: string } {
-  const { defaultDiskBytes, maxDiskBytes } = config.agent;
+export function checkDisk(text: string | undefined, policy: LimitsPolicy): { bytes: number; text: string } {
+  const { defaultDiskBytes, maxDiskBytes } = policy;
   if (text === undefined) return { bytes: defaultDiskBytes, text: formatMemory(defaultDiskBytes) };
   const bytes = parseMemory(text);
   if (bytes === undefined) {
@@ -56,8 +62,8 @@ export function checkDisk(text: string | undefined, config: Config): { bytes: nu
 }
 
 /** A string such as "0.5" or a JSON number such as 2; at most three decimals either way. */
-export function checkCpus(value: string | number | undefined, config: Config): number {
-  const { defaultCpus, maxCpus } = config.agent;
+export function checkCpus(value: string | number | undefined, policy: LimitsPolicy): number {
+  const { defaultCpus, maxCpus } = policy;
   if (value === undefined) return defaultCpus;
   const text = typeof value === 'number' ? (Number.isFinite(value) ? String(value) : 'NaN') : value;
   const cpus = parseCpus(text);
@@ -69,8 +75,8 @@ export function checkCpus(value: string | number | undefined, config: Config): n
   return cpus;
 }
 
-export function checkCpuShares(value: number | undefined, config: Config): number {
-  if (value === undefined) return config.agent.defaultCpuShares;
+export function checkCpuShares(value: number | undefined, policy: LimitsPolicy): number {
+  if (value === undefined) return policy.defaultCpuShares;
   if (!Number.isSafeInteger(value) || value < MIN_CPU_SHARES || value > MAX_CPU_SHARES) {
     throw errors.invalid(`container.cpu_shares: ${value} is not a whole number from ${MIN_CPU_SHARES} to ${MAX_CPU_SHARES}`);
   }
@@ -78,8 +84,8 @@ export function checkCpuShares(value: number | undefined, config: Config): numbe
 }
 
 /** A duration field (timeout, hooks_timeout): at least 1s, at most SERVICE_AGENT_MAX_TIMEOUT. */
-export function checkDuration(text: string | undefined, field: string, defaultMs: number, config: Config): { ms: number; text: string } {
-  const { maxTimeoutMs } = config.agent;
+export function checkDuration(text: string | undefined, field: string, defaultMs: number, policy: LimitsPolicy): { ms: number; text: string } {
+  const { maxTimeoutMs } = policy;
   if (text === undefined) return { ms: Math.min(defaultMs, maxTimeoutMs), text: formatDuration(Math.min(defaultMs, maxTimeoutMs)) };
   const ms = parseDuration(text);
   if (ms === undefined) {
@@ -92,15 +98,15 @@ export function checkDuration(text: string | undefined, field: string, defaultMs
   return { ms, text };
 }
 
-export function validateLimits(container: ContainerOptions | undefined, config: Config): Limits {
-  const memory = checkMemory(container?.memory, config);
-  const disk = checkDisk(container?.disk, config);
-  const cpus = checkCpus(container?.cpus, config);
-  const cpuShares = checkCpuShares(container?.cpu_shares, config);
-  const timeout = checkDuration(container?.timeout, 'container.timeout', config.agent.defaultTimeoutMs, config);
+export function validateLimits(container: ContainerOptions | undefined, policy: LimitsPolicy): Limits {
+  const memory = checkMemory(container?.memory, policy);
+  const disk = checkDisk(container?.disk, policy);
+  const cpus = checkCpus(container?.cpus, policy);
+  const cpuShares = checkCpuShares(container?.cpu_shares, policy);
+  const timeout = checkDuration(container?.timeout, 'container.timeout', policy.defaultTimeoutMs, policy);
   return { memoryBytes: memory.bytes, memoryText: memory.text, diskBytes: disk.bytes, diskText: disk.text, cpus, cpuShares, timeoutMs: timeout.ms, timeoutText: timeout.text };
 }
 
-export function validateHooksTimeout(text: string | undefined, config: Config): number {
-  return checkDuration(text, 'container.lifecycle.hooks_timeout', DEFAULT_HOOKS_TIMEOUT_MS, config).ms;
+export function validateHooksTimeout(text: string | undefined, policy: LimitsPolicy): number {
+  return checkDuration(text, 'container.lifecycle.hooks_timeout', DEFAULT_HOOKS_TIMEOUT_MS, policy).ms;
 }

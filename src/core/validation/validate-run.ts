@@ -6,11 +6,11 @@ import { errors } from '../../errors.js';
 import type { EnginePlan, EnvironmentPlan, LifecyclePlan, MountOption, RunPlan, SessionIntent } from '../run-plan.js';
 import type { ContainerOptions, EngineOptions, RunRequest } from '../run-request.js';
 import { validateImage, type ImagePolicy } from './images.js';
-import { validateEnvironment, type HostFileReader } from './environment.js';
+import { validateEnvironment, type EnvironmentSettings, type HostFileReader } from './environment.js';
 import { blockedVariableReason } from './secrets-env.js';
 import { builtImageTag, type StackService } from '../compose-file/stack-definition.js';
 import { readPinnedFile } from '../../runtime/volume-staging.js';
-import { validateHooksTimeout, validateLimits } from './limits.js';
+import { validateHooksTimeout, validateLimits, type LimitsPolicy } from './limits.js';
 import { validateWorkdir } from './paths.js';
 import { validateNetwork } from './network.js';
 import { workspaceIntent } from './workspace.js';
@@ -23,8 +23,15 @@ import {
   toVolumeMount, type RealpathFs, type VolumeSpec,
 } from './volumes.js';
 
+/** The configuration a run request is checked against: every rule's slice, and the defaults a plan takes from it. */
+export type ValidationSettings = Pick<Config, 'maxPromptBytes' | 'egress'> &
+  EnvironmentSettings & {
+    readonly agent: LimitsPolicy & Pick<Config['agent'], 'defaultWorkdir' | 'allowedImagePatterns' | 'image'>;
+    readonly engine: Pick<Config['engine'], 'credentialsSecret'>;
+  };
+
 export interface ValidationContext {
-  readonly config: Config;
+  readonly config: ValidationSettings;
   /** Symlink resolution for volume host paths; node:fs/promises when omitted. */
   readonly fs?: RealpathFs;
   /** Whether Podman's secret store has a secret of this name (the runtime adapter answers). */
@@ -85,10 +92,10 @@ export async function validateRunRequest(request: RunRequest, context: Validatio
 
   const workspace = workspaceIntent(request.workspace, session, workdir, [...specs, ...serviceMounts].map((mount) => mount.containerPath));
 
-  const limits = validateLimits(container, config);
+  const limits = validateLimits(container, config.agent);
   const lifecycle: LifecyclePlan | undefined = hooks && {
     ...hooks,
-    timeoutMs: validateHooksTimeout(container.lifecycle?.hooks_timeout, config),
+    timeoutMs: validateHooksTimeout(container.lifecycle?.hooks_timeout, config.agent),
   };
 
   const secretsEnv = await validateSecretsEnv(

@@ -230,8 +230,20 @@ export function checkDistinctTargets(specs: readonly VolumeSpec[]): void {
   }
 }
 
+/** Where Berth keeps its own state on the host: the configuration protectedHostPaths reads. */
+export type ProtectedPathSettings = Pick<Config, 'dataDir' | 'podmanSocket'> & {
+  readonly agent: Pick<Config['agent'], 'sessionsDir' | 'sessionsHostDir'>;
+  readonly engine: Pick<Config['engine'], 'credentialsFile'>;
+  readonly auth: Pick<Config['auth'], 'blacklistBoltPath'>;
+};
+
+/** The configuration of the host-path rules: the volume allowlist and relabelling beside Berth's own paths. */
+export type HostPathSettings = ProtectedPathSettings & {
+  readonly agent: Pick<Config['agent'], 'allowedVolumes' | 'allowAllVolumes' | 'allowRelabel'>;
+};
+
 /** Berth's host state that no volume may expose: data, sessions, credentials file and Podman socket. */
-export function protectedHostPaths(config: Config): ProtectedHostPath[] {
+export function protectedHostPaths(config: ProtectedPathSettings): ProtectedHostPath[] {
   const paths: ProtectedHostPath[] = [
     { path: config.dataDir, name: 'SERVICE_DATA_DIR' },
     { path: config.agent.sessionsDir, name: 'SERVICE_AGENT_SESSIONS_DIR' },
@@ -244,7 +256,7 @@ export function protectedHostPaths(config: Config): ProtectedHostPath[] {
   return paths.filter((entry) => entry.path.startsWith('/'));
 }
 
-export function hostPathPolicy(config: Config): HostPathPolicy {
+export function hostPathPolicy(config: HostPathSettings): HostPathPolicy {
   return {
     allowedVolumes: config.agent.allowedVolumes,
     allowAllVolumes: config.agent.allowAllVolumes,
