@@ -12,7 +12,7 @@ import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Config } from '../config.js';
 import { errors } from '../errors.js';
-import type { ContainerRuntime } from '../runtime/container-runtime.js';
+import type { Secrets } from '../runtime/ports/secrets.js';
 import type { UpstreamModel } from './gateway/gateway-types.js';
 
 export type EngineMode = 'credentials-file' | 'credentials-secret' | 'offline-model' | 'not-configured';
@@ -49,7 +49,7 @@ export class EngineAccess {
 
   constructor(
     private readonly config: EngineAccessSettings,
-    private readonly runtime: Pick<ContainerRuntime, 'secretExists' | 'readSecret'>,
+    private readonly runtime: Pick<Secrets, 'secretExists' | 'readSecret'>,
     private readonly startOfflineModel: StartOfflineModel,
   ) {}
 

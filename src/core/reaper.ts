@@ -3,9 +3,10 @@
 // of POST /workspaces: core/workspaces/git-clone.ts), stray image probes, and the holder of its engine image
 // mount.
 import type { Logger } from 'pino';
-import { IMAGE_TREE_LABEL, INSTANCE_LABEL, PROBE_LABEL, RUN_LABEL, type ContainerRuntime } from '../runtime/container-runtime.js';
+import type { Containers } from '../runtime/ports/containers.js';
+import { IMAGE_TREE_LABEL, INSTANCE_LABEL, PROBE_LABEL, RUN_LABEL } from '../runtime/ports/labels.js';
 
-export async function reapLeftovers(runtime: ContainerRuntime, instanceName: string, log: Logger, liveRuns: ReadonlySet<string> = new Set()): Promise<number> {
+export async function reapLeftovers(runtime: Pick<Containers, 'listContainers' | 'removeContainer'>, instanceName: string, log: Logger, liveRuns: ReadonlySet<string> = new Set()): Promise<number> {
   const leftovers = [
     // The containers of runs this process follows again (async jobs still running) are not leftovers.
     ...(await runtime.listContainers(`${INSTANCE_LABEL}=${instanceName}`)).filter((c) => !liveRuns.has(c.labels[RUN_LABEL] ?? '')),

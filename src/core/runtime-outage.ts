@@ -2,14 +2,14 @@
 // starts it again, runtime/podman/service-process.ts), a run's or an agent's output stream and its wait
 // break while the engine goes on. What follows a container picks it up again from Podman's log, skipping
 // what it has already delivered, instead of losing the run.
-import type { ContainerRuntime, ContainerState, OutputChunk } from '../runtime/container-runtime.js';
+import type { Containers, ContainerState, OutputChunk } from '../runtime/ports/containers.js';
 import { isRuntimeUnreachable } from './runtime-errors.js';
 
 /** How long a run or agent waits for the runtime to answer again before it gives its container up. */
 export const RUNTIME_OUTAGE_LIMIT_MS = 60_000;
 
 /** Polls the container until the runtime answers again; undefined when the container is gone or the limit passed. */
-export async function containerAfterOutage(runtime: ContainerRuntime, containerId: string, limitMs = RUNTIME_OUTAGE_LIMIT_MS): Promise<ContainerState | undefined> {
+export async function containerAfterOutage(runtime: Pick<Containers, 'inspectContainer'>, containerId: string, limitMs = RUNTIME_OUTAGE_LIMIT_MS): Promise<ContainerState | undefined> {
   const deadline = Date.now() + limitMs;
   for (;;) {
     try {

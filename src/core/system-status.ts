@@ -2,7 +2,8 @@
 import { isUsableSecret, secretsPolicy } from './validation/secrets-env.js';
 import { access, constants } from 'node:fs/promises';
 import type { Config } from '../config.js';
-import type { ContainerRuntime } from '../runtime/container-runtime.js';
+import type { Reachable } from '../runtime/container-runtime.js';
+import type { Secrets } from '../runtime/ports/secrets.js';
 import type { EngineAccess, EngineAccessState } from './engine-access.js';
 
 export type ComponentStatus = 'ok' | 'unavailable' | 'not_configured';
@@ -20,7 +21,7 @@ export type StatusSettings = Pick<Config, 'version'> & { readonly engine: Pick<C
 export class SystemStatus {
   constructor(
     private readonly config: StatusSettings,
-    private readonly runtime: ContainerRuntime,
+    private readonly runtime: Reachable & Pick<Secrets, 'listSecrets' | 'secretExists'>,
     private readonly engineAccess: EngineAccess,
   ) {}
 

@@ -9,7 +9,7 @@ import pino from 'pino';
 import { findAgentAgain, RESTORE_LOG_BYTES, RESTORE_LOG_LINES } from '../../src/core/agents/agent-restore.js';
 import { createTurnsFifo } from '../../src/core/containers/agent-attachment.js';
 import { RunInputs } from '../../src/core/containers/run-inputs.js';
-import type { ContainerRuntime, LogTailOptions } from '../../src/runtime/container-runtime.js';
+import type { LogTailOptions } from '../../src/runtime/ports/containers.js';
 import type { AgentRecord } from '../../src/store/agents/agent-store.js';
 import type { PreparedSession } from '../../src/core/sessions/session-store.js';
 
@@ -38,7 +38,7 @@ async function restoreWith(agent: AgentRecord, log: string) {
       reads.push({ lines, options });
       return log;
     },
-  } as unknown as ContainerRuntime;
+  };
   const session = { release: async () => undefined } as unknown as PreparedSession;
   const found = await findAgentAgain(
     { container: { runtime, inputs, log: pino({ level: 'silent' }) } as never, sessions: { reclaim: async () => session }, log: pino({ level: 'silent' }) },

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Config } from '../../src/config.js';
-import type { ContainerRuntime } from '../../src/runtime/container-runtime.js';
+import type { Secrets } from '../../src/runtime/ports/secrets.js';
 import { EngineAccess, OFFLINE_MODEL_HOST } from '../../src/core/engine-access.js';
 import { BerthError } from '../../src/errors.js';
 
@@ -24,7 +24,7 @@ function configWith(engine: Partial<Config['engine']>): Config {
 }
 
 /** A runtime with these secrets; it fails the test if asked to create or remove one. */
-function runtimeWith(secrets: Record<string, string>): Pick<ContainerRuntime, 'secretExists' | 'readSecret'> & Partial<ContainerRuntime> {
+function runtimeWith(secrets: Record<string, string>): Pick<Secrets, 'secretExists' | 'readSecret'> & Partial<Secrets> {
   return {
     secretExists: async (name) => name in secrets,
     readSecret: async (name) => {

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ImageCheck } from '../../src/core/runs/image-check.js';
 import { ImageProbe } from '../../src/core/images/image-probe.js';
-import type { ContainerRuntime, ImageInfo } from '../../src/runtime/container-runtime.js';
+import type { ImageInfo } from '../../src/runtime/ports/images.js';
 import { BerthError } from '../../src/errors.js';
 import { factsFromPaths, rankImage } from '../../src/core/images/compatibility.js';
 
@@ -19,7 +19,7 @@ function fakeRuntime(images: Record<string, { id: string; files: string[] }>) {
       probes.push(reference);
       return new Set(paths.filter((p) => images[reference]!.files.includes(p)));
     },
-  } as unknown as ContainerRuntime;
+  };
   return { runtime, probes };
 }
 

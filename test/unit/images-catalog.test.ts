@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ImageCatalog, familiarReference, splitRepoTag } from '../../src/core/images/image-catalog.js';
 import { ImageProbe } from '../../src/core/images/image-probe.js';
-import { RegistryError, type ContainerRuntime, type ImageSummary, type PullOptions } from '../../src/runtime/container-runtime.js';
+import { RegistryError, type ImageSummary, type PullOptions } from '../../src/runtime/ports/images.js';
 import { BerthError } from '../../src/errors.js';
 
 const GLIBC = '/lib64/ld-linux-x86-64.so.2';
@@ -41,11 +41,11 @@ function fakeRuntime(images: FakeImage[], registry: { pull?: (ref: string, o: Pu
       if (registry.search) return registry.search();
       return Array.from({ length: 200 }, (_, n) => ({ name: `r/${n}`, description: '', stars: 0, official: false }));
     },
-  } as unknown as ContainerRuntime;
+  };
   return { runtime, probes, pulls, searches };
 }
 
-function catalog(runtime: ContainerRuntime, policy: Partial<ConstructorParameters<typeof ImageCatalog>[0]['policy']> = {}) {
+function catalog(runtime: ReturnType<typeof fakeRuntime>['runtime'], policy: Partial<ConstructorParameters<typeof ImageCatalog>[0]['policy']> = {}) {
   return new ImageCatalog({
     runtime,
     probe: new ImageProbe(runtime),

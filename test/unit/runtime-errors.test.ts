@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { withTranslatedErrors } from '../../src/core/runtime-errors.js';
-import { RuntimeError, type ContainerRuntime } from '../../src/runtime/container-runtime.js';
+import { RuntimeError } from '../../src/runtime/ports/runtime-error.js';
 import { refused } from './support/refused.js';
 
 function fake(error: Error) {
@@ -10,7 +10,7 @@ function fake(error: Error) {
       throw error;
     },
     label: 'kept',
-  } as unknown as ContainerRuntime & { label: string };
+  };
 }
 
 test('an unreachable runtime becomes the catalogue\'s 503 for core services', async () => {
@@ -20,7 +20,7 @@ test('an unreachable runtime becomes the catalogue\'s 503 for core services', as
 
 test('other runtime failures and properties pass through unchanged', async () => {
   const refused = new RuntimeError('Podman refused', false);
-  const runtime = withTranslatedErrors(fake(refused)) as ContainerRuntime & { label: string };
+  const runtime = withTranslatedErrors(fake(refused));
   await assert.rejects(runtime.ping(), (error: unknown) => error === refused);
   assert.equal(runtime.label, 'kept');
 });

@@ -4,7 +4,7 @@
 import type { Logger } from 'pino';
 import type { RunPlan } from '../run-plan.js';
 import type { PreparedSession } from '../sessions/session-store.js';
-import type { AttachedContainer, ContainerRuntime } from '../../runtime/container-runtime.js';
+import type { AttachedContainer, Containers } from '../../runtime/ports/containers.js';
 import { engineContainer, type EngineContainerSettings } from '../containers/engine-container.js';
 import { LineReader, type ReadLine } from './line-reader.js';
 import type { PooledEngine } from '../pool/engine-pool.js';
@@ -18,7 +18,7 @@ import type { GrantHolder } from '../gateway/gateway-types.js';
 export const STOP_GRACE_MS = 5_000;
 
 export interface AgentContainerDependencies extends EngineContainerSettings {
-  readonly runtime: ContainerRuntime;
+  readonly runtime: Containers;
   readonly log: Logger;
 }
 

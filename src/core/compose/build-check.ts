@@ -3,13 +3,13 @@
 // never pull (the pull policy is `never`); an image another stack built is never a base (it belongs to
 // that stack's session). Refusals are 400s naming the Containerfile's line.
 import { BerthError, errors } from '../../errors.js';
-import type { ContainerRuntime } from '../../runtime/container-runtime.js';
+import type { Images } from '../../runtime/ports/images.js';
 import { validateImage, type ImagePolicy } from '../validation/images.js';
 import { checkContainerfile, ContainerfileError } from './containerfile.js';
 import { isBuiltImageReference } from '../compose-file/stack-definition.js';
 
 export interface BuildCheckContext {
-  readonly runtime: Pick<ContainerRuntime, 'inspectImage'>;
+  readonly runtime: Pick<Images, 'inspectImage'>;
   readonly policy: ImagePolicy;
   readonly args: Readonly<Record<string, string>>;
   /** The field refusals name, e.g. `container.environment: services.app.build.dockerfile "Dockerfile"`. */

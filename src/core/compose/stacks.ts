@@ -22,7 +22,7 @@ import type { EgressPolicy } from '../../egress-policy.js';
 import { BerthError, errors } from '../../errors.js';
 import {
   BuildContextError, BuildTimeoutError, GRANT_LABEL, STACK_BUILD_LABEL, STACK_HASH_LABEL, STACK_INSTANCE_LABEL, STACK_LABEL,
-  type ContainerRuntime, type ServiceContainerSpec, type UserNamespace, type VolumeMountSpec,
+  type Builds, type Containers, type Images, type Networks, type ServiceContainerSpec, type UserNamespace, type VolumeMountSpec, type Volumes,
 } from '../../runtime/container-runtime.js';
 import type { GatewayClients } from '../gateway/gateway-types.js';
 import type { RunGrants } from '../gateway/run-grants.js';
@@ -71,7 +71,7 @@ export interface StacksSettings {
 }
 
 export interface StacksDependencies {
-  readonly runtime: ContainerRuntime;
+  readonly runtime: Containers & Images & Networks & Volumes & Builds;
   readonly staging: VolumeStaging;
   /** Where service containers count (the runs' and agents' slots). */
   readonly slots: ContainerSlots;

@@ -3,7 +3,7 @@
 // stdout/stderr. Neither end closes the engine's input, so dropping this attachment (a Berth process that
 // dies or detaches) leaves the engine waiting for its next turn, and a new attachment can be made later.
 // The FIFO is written without blocking (turns-input.ts): a stopped engine holds none of Berth's threads.
-import type { AttachedContainer, ContainerRuntime } from '../../runtime/container-runtime.js';
+import type { AttachedContainer, Containers } from '../../runtime/ports/containers.js';
 import { AGENT_INPUT_FIFO_NAME } from '../../engine/layout.js';
 import type { RunInputs } from './run-inputs.js';
 import { openTurnsInput } from './turns-input.js';
@@ -13,9 +13,9 @@ export async function createTurnsFifo(inputs: RunInputs, inputsId: string): Prom
   await inputs.createFifo(inputsId, AGENT_INPUT_FIFO_NAME);
 }
 
-export async function attachAgent(runtime: ContainerRuntime, inputs: RunInputs, containerId: string, inputsId: string): Promise<AttachedContainer> {
+export async function attachAgent(runtime: Pick<Containers, 'attachOutput'>, inputs: RunInputs, containerId: string, inputsId: string): Promise<AttachedContainer> {
   const turns = await openTurnsInput(inputs.pathOf(inputsId, AGENT_INPUT_FIFO_NAME));
-  let output: Awaited<ReturnType<ContainerRuntime['attachOutput']>>;
+  let output: Awaited<ReturnType<Containers['attachOutput']>>;
   try {
     output = await runtime.attachOutput(containerId);
   } catch (error) {

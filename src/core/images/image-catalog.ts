@@ -1,7 +1,8 @@
 // The image endpoints' domain: local images with their compatibility (ranked, tools detected), one
 // image by name, registry search, and pull. Registry failures are translated into the catalogue here.
 import { BerthError, errors } from '../../errors.js';
-import { RegistryError, STACK_BUILD_LABEL, type ContainerRuntime, type ImageSummary } from '../../runtime/container-runtime.js';
+import { RegistryError, type Images, type ImageSummary } from '../../runtime/ports/images.js';
+import { STACK_BUILD_LABEL } from '../../runtime/ports/labels.js';
 import { isBuiltImageReference } from '../compose-file/stack-definition.js';
 import { formatImageReference, normaliseImageReference, parseImageReference } from '../validation/images.js';
 import { OFFICIAL_LABEL, rankImage, type CompatibilityRank } from './compatibility.js';
@@ -68,7 +69,7 @@ export const SEARCH_LIMIT_MAX = 100;
 const PROBE_CONCURRENCY = 4;
 
 export interface ImageCatalogOptions {
-  readonly runtime: ContainerRuntime;
+  readonly runtime: Pick<Images, 'listImages' | 'inspectImage' | 'pullImage' | 'searchImages'>;
   readonly probe: ImageProbe;
   readonly policy: ImageCatalogPolicy;
 }

@@ -1,12 +1,12 @@
 // Probes an image's files once per image id (tags move, ids do not) and remembers the facts. Concurrent
 // asks for the same id share one probe.
-import type { ContainerRuntime } from '../../runtime/container-runtime.js';
+import type { Images } from '../../runtime/ports/images.js';
 import { factsFromPaths, probedPaths, type ImageFacts } from './compatibility.js';
 
 export class ImageProbe {
   private readonly byImageId = new Map<string, Promise<ImageFacts>>();
 
-  constructor(private readonly runtime: ContainerRuntime) {}
+  constructor(private readonly runtime: Pick<Images, 'existingImagePaths'>) {}
 
   facts(reference: string, imageId: string): Promise<ImageFacts> {
     let facts = this.byImageId.get(imageId);

@@ -5,7 +5,8 @@
 import type { Logger } from 'pino';
 import { chmod } from 'node:fs/promises';
 import { join, relative } from 'node:path';
-import { IMAGE_TREE_LABEL, type ContainerRuntime, type MountedImageTree } from '../../runtime/container-runtime.js';
+import type { Images, MountedImageTree } from '../../runtime/ports/images.js';
+import { IMAGE_TREE_LABEL } from '../../runtime/ports/labels.js';
 import { ENGINE_BINARY, ENGINE_MOUNT } from '../../engine/layout.js';
 
 export interface EngineImageSettings {
@@ -18,7 +19,7 @@ export interface EngineImageSettings {
 }
 
 /** The mounted engine tree, or undefined when agent images carry the engine; throws with what to do. */
-export async function prepareEngineImage(runtime: ContainerRuntime, settings: EngineImageSettings, log: Pick<Logger, 'info'>): Promise<MountedImageTree | undefined> {
+export async function prepareEngineImage(runtime: Pick<Images, 'inspectImage' | 'pullImage' | 'mountImageTree'>, settings: EngineImageSettings, log: Pick<Logger, 'info'>): Promise<MountedImageTree | undefined> {
   if (!settings.mount) {
     log.info('SERVICE_AGENT_MOUNT_CLAUDE_CLI=false: each agent image must bring the engine (`claude` on its PATH)');
     return undefined;

@@ -4,7 +4,7 @@
 // the probe in flight instead of each creating a probe container, which cost up to 0.7 s a run at
 // concurrency 8).
 import { errors } from '../../errors.js';
-import type { ContainerRuntime } from '../../runtime/container-runtime.js';
+import type { Images } from '../../runtime/ports/images.js';
 import { ENGINE_BINARY } from '../../engine/layout.js';
 import { engineIncompatibility } from '../images/compatibility.js';
 import { ImageProbe } from '../images/image-probe.js';
@@ -16,7 +16,7 @@ export class ImageCheck {
   private readonly engineByImageId = new Map<string, Promise<string | undefined>>();
 
   constructor(
-    private readonly runtime: ContainerRuntime,
+    private readonly runtime: Pick<Images, 'inspectImage' | 'existingImagePaths'>,
     private readonly engine: EngineSource = 'mounted',
     /** Shared with GET /images, so an image is probed once for both. */
     private readonly probe = new ImageProbe(runtime),

@@ -3,8 +3,8 @@
 // runtime failures alike.
 import type { Logger } from 'pino';
 import type { RunPlan } from '../run-plan.js';
-import type { ContainerExit, ContainerRuntime, ContainerState, OutputChunk } from '../../runtime/container-runtime.js';
-import { RuntimeError } from '../../runtime/container-runtime.js';
+import type { ContainerExit, Containers, ContainerState, OutputChunk } from '../../runtime/ports/containers.js';
+import { RuntimeError } from '../../runtime/ports/runtime-error.js';
 import { containerAfterOutage, DeliveredOutput } from '../runtime-outage.js';
 import { isRuntimeUnreachable, translateRuntimeError } from '../runtime-errors.js';
 import { errors } from '../../errors.js';
@@ -64,7 +64,7 @@ export interface RunContext {
 }
 
 export interface ExecutorDependencies extends EngineContainerSettings {
-  readonly runtime: ContainerRuntime;
+  readonly runtime: Containers;
   readonly volumeStaging: VolumeStaging;
   readonly log: Logger;
 }

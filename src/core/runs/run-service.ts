@@ -8,7 +8,7 @@ import type { EnvironmentPlan, RunPlan } from '../run-plan.js';
 import type { StackAttachment, Stacks } from '../compose/stacks.js';
 import { pooledContainerName, type EnginePool, type PooledEngine } from '../pool/engine-pool.js';
 import { deriveSessionTitle } from '../../engine/session-title.js';
-import type { ContainerRuntime } from '../../runtime/container-runtime.js';
+import type { Containers, Images, Secrets } from '../../runtime/container-runtime.js';
 import { validateRunRequest, type ValidationSettings } from '../validation/validate-run.js';
 import type { SessionStore, PreparedSession } from '../sessions/session-store.js';
 import type { ImageCheck } from './image-check.js';
@@ -46,7 +46,7 @@ export interface RunObserver {
 export interface RunServiceDependencies {
   /** The configuration every request is validated against (the service reads nothing else of it). */
   readonly config: ValidationSettings;
-  readonly runtime: ContainerRuntime;
+  readonly runtime: Pick<Containers, 'inspectContainer' | 'removeContainer'> & Pick<Images, 'inspectImage'> & Pick<Secrets, 'secretExists'>;
   readonly sessions: SessionStore;
   readonly images: ImageCheck;
   readonly executor: RunExecutor;

@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { BerthError, errors } from '../../errors.js';
-import { INSTANCE_LABEL, type ContainerRuntime, type ContainerSpec, type UserNamespace } from '../../runtime/container-runtime.js';
+import { INSTANCE_LABEL, type Containers, type ContainerSpec, type Secrets, type UserNamespace } from '../../runtime/container-runtime.js';
 import type { ContainerSlots } from '../containers/container-slots.js';
 import type { SecretsPolicy } from '../validation/secrets-env.js';
 import { treeUsage } from './workspace-files.js';
@@ -49,7 +49,7 @@ export interface GitClonerSettings {
 }
 
 export interface GitClonerDependencies {
-  readonly runtime: ContainerRuntime;
+  readonly runtime: Containers & Pick<Secrets, 'secretExists'>;
   readonly slots: ContainerSlots;
   readonly settings: GitClonerSettings;
   /** The host path (as Podman sees it) of the workspace's tree on its disk mount: what the container gets. */
