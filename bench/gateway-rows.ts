@@ -110,7 +110,7 @@ export async function measureGateway(samples: number, log: (line: string) => voi
     }
     // The measured path is the whole one: every request through the gateway was recorded for its run.
     await new Promise((resolve) => setTimeout(resolve, 200));
-    const recorded = usageStore.run('bench', runId)?.requests ?? 0;
+    const recorded = (await usageStore.run('bench', runId))?.requests ?? 0;
     if (recorded !== WARM_UP + samples) throw new Error(`the gateway recorded ${recorded} requests of ${WARM_UP + samples}`);
   } finally {
     directAgent.destroy();
@@ -118,7 +118,7 @@ export async function measureGateway(samples: number, log: (line: string) => voi
     await gateway.close();
     await model.close();
     grantStore.close();
-    usageStore.close();
+    await usageStore.close();
     await rm(dir, { recursive: true, force: true });
   }
   const round = (ms: number) => Math.round(ms * 100) / 100;

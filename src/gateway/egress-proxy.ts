@@ -148,14 +148,11 @@ export function egressProxy(options: EgressProxyOptions): EgressProxy {
     metrics.egressRequests.inc({ decision });
     log({ runId: holder?.runId, caller: holder?.caller, method, host, port, decision, ...(reason === undefined ? {} : { reason }) }, `egress: ${decision} ${method} ${host}:${port}`);
     if (!holder) return;
-    try {
-      options.usage.recordEgress({
-        at: Date.now(), caller: holder.caller, runId: holder.runId, ...holderIds(holder),
-        method, host, port, decision, ...(reason === undefined ? {} : { reason }),
-      });
-    } catch (error) {
-      log({ runId: holder.runId, err: error }, 'egress: recording a decision failed');
-    }
+    // Not awaited: the decision is acted on at once, whatever the store does with its record.
+    options.usage.recordEgress({
+      at: Date.now(), caller: holder.caller, runId: holder.runId, ...holderIds(holder),
+      method, host, port, decision, ...(reason === undefined ? {} : { reason }),
+    }).catch((error: unknown) => log({ runId: holder.runId, err: error }, 'egress: recording a decision failed'));
   }
 
   /** The text a client shows for a refusal: which host, why, and the run's policy. */

@@ -40,6 +40,7 @@ const OAUTH_BETA = 'oauth-2025-04-20';
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
 
 export const INVALID_CREDENTIAL = 'Berth gateway: this credential is not valid: the run it belonged to has ended';
+export const BUDGETS_UNAVAILABLE = 'Berth gateway: this run\'s model budgets could not be read from the usage store; try again';
 export const PROXY_ONLY_CREDENTIAL = 'Berth gateway: this credential is for the egress proxy only (a compose service\'s or a git clone\'s): it cannot call the model';
 
 /** An error answer in the Messages API's shape, which the engine shows as it is. */
@@ -137,17 +138,14 @@ export function modelForwarder(options: ModelForwardOptions): ModelForwarder {
 
   function record(holder: GrantHolder, at: number, fields: { model: string; tokens: TokenCounts; status: number; overheadMs?: number; refusal?: { limit: BudgetLimit; message: string } }): void {
     const costUsd = fields.refusal ? 0 : estimateCostUsd({ ...fields.tokens }, fields.model);
-    try {
-      options.usage.recordRequest({
-        at, caller: holder.caller, runId: holder.runId, ...holderIds(holder),
-        model: fields.model, tokens: fields.tokens, costUsd, status: fields.status,
-        ...(fields.overheadMs === undefined ? {} : { overheadMs: fields.overheadMs }),
-        ...(fields.refusal === undefined ? {} : { refusal: fields.refusal }),
-      });
-    } catch (error) {
-      // A failing store must not turn an answered request into a crash; the run's usage is then short by one.
-      log({ runId: holder.runId, err: error }, 'gateway: recording a model request failed');
-    }
+    // Not awaited: the answer is already on its way. A failing store must not turn an answered request into a
+    // crash; the run's usage is then short by one.
+    options.usage.recordRequest({
+      at, caller: holder.caller, runId: holder.runId, ...holderIds(holder),
+      model: fields.model, tokens: fields.tokens, costUsd, status: fields.status,
+      ...(fields.overheadMs === undefined ? {} : { overheadMs: fields.overheadMs }),
+      ...(fields.refusal === undefined ? {} : { refusal: fields.refusal }),
+    }).catch((error: unknown) => log({ runId: holder.runId, err: error }, 'gateway: recording a model request failed'));
     const { tokens } = fields;
     if (tokens.input_tokens) metrics.modelTokens.inc({ kind: 'input' }, tokens.input_tokens);
     if (tokens.output_tokens) metrics.modelTokens.inc({ kind: 'output' }, tokens.output_tokens);
@@ -237,6 +235,19 @@ export function modelForwarder(options: ModelForwardOptions): ModelForwarder {
     attempt(true);
   }
 
+  function readAndForward(request: IncomingMessage, response: ServerResponse, holder: GrantHolder, at: number, checkMs: number): void {
+    readBody(request, MAX_BODY_BYTES).then(
+      (body) => {
+        if (body === undefined) {
+          writeApiError(response, 413, 'request_too_large', `Berth gateway: request bodies are limited to ${MAX_BODY_BYTES} bytes`);
+          return;
+        }
+        if (!response.destroyed) forward(request, response, holder, at, checkMs, body);
+      },
+      () => response.destroy(),
+    );
+  }
+
   return {
     handle(request, response) {
       const receivedAt = performance.now();
@@ -259,21 +270,21 @@ export function modelForwarder(options: ModelForwardOptions): ModelForwarder {
         writeApiError(response, 403, 'permission_error', PROXY_ONLY_CREDENTIAL);
         return;
       }
-      const decision = options.budgets.check(holder, at);
-      if (!decision.ok) {
-        void refuseBudget(request, response, holder, at, decision.limit, decision.message);
-        return;
-      }
-      const checkMs = performance.now() - receivedAt;
-      readBody(request, MAX_BODY_BYTES).then(
-        (body) => {
-          if (body === undefined) {
-            writeApiError(response, 413, 'request_too_large', `Berth gateway: request bodies are limited to ${MAX_BODY_BYTES} bytes`);
+      // Answered from memory unless the run's or the caller's total is not loaded yet (usage store read once).
+      options.budgets.check(holder, at).then(
+        (decision) => {
+          if (!decision.ok) {
+            void refuseBudget(request, response, holder, at, decision.limit, decision.message);
             return;
           }
-          if (!response.destroyed) forward(request, response, holder, at, checkMs, body);
+          readAndForward(request, response, holder, at, performance.now() - receivedAt);
         },
-        () => response.destroy(),
+        (error: unknown) => {
+          // Unknown totals are no permission: the request is refused, the engine may retry it.
+          log({ runId: holder.runId, err: error }, 'gateway: model request refused: its budgets could not be read from the usage store');
+          request.resume();
+          writeApiError(response, 503, 'api_error', BUDGETS_UNAVAILABLE);
+        },
       );
     },
     close() {

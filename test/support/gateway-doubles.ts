@@ -39,8 +39,12 @@ export class FakeBudgets {
     this.decision = { ok: false, limit, message };
   }
 
-  check(holder: GrantHolder): BudgetDecision {
+  /** Set: the budgets' totals cannot be read (the usage store is down); every check fails with it. */
+  failure: Error | undefined;
+
+  async check(holder: GrantHolder): Promise<BudgetDecision> {
     this.checked.push(holder);
+    if (this.failure) throw this.failure;
     return this.decision;
   }
 }
@@ -48,10 +52,10 @@ export class FakeBudgets {
 export class FakeRecorder implements UsageRecorder {
   readonly requests: ModelRequestRecord[] = [];
   readonly egress: EgressDecisionRecord[] = [];
-  recordRequest(record: ModelRequestRecord): void {
+  async recordRequest(record: ModelRequestRecord): Promise<void> {
     this.requests.push(record);
   }
-  recordEgress(record: EgressDecisionRecord): void {
+  async recordEgress(record: EgressDecisionRecord): Promise<void> {
     this.egress.push(record);
   }
 }

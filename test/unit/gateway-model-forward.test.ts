@@ -8,7 +8,7 @@ import { createServer, request as httpRequest, type IncomingHttpHeaders, type In
 import { BlockList, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { once } from 'node:events';
 import { estimateCostUsd } from '../../src/engine/pricing.js';
-import { INVALID_CREDENTIAL } from '../../src/gateway/model-forward.js';
+import { BUDGETS_UNAVAILABLE, INVALID_CREDENTIAL } from '../../src/gateway/model-forward.js';
 import { startTestGateway, type TestGateway } from '../support/gateway-doubles.js';
 
 interface Seen {
@@ -112,6 +112,7 @@ describe('with an API key upstream', () => {
     upstream.seen.length = 0;
     gateway.usage.requests.length = 0;
     gateway.budgets.decision = { ok: true };
+    gateway.budgets.failure = undefined;
   });
 
   it("forwards with the real key in place of the run's, the body as sent, the path under the upstream's, without hop-by-hop fields", async () => {
@@ -169,6 +170,16 @@ describe('with an API key upstream', () => {
     });
     assert.equal(await gateway.count('gatewayRequests', 'refused_budget'), 1);
     assert.equal(gateway.budgets.checked.at(-1)!.runId, 'run-1');
+  });
+
+  it('budgets that cannot be read (the usage store is down): 503 in the Messages API shape; the upstream sees nothing', async () => {
+    gateway.budgets.failure = new Error('connection terminated');
+    const answer = await post(gateway, '/v1/messages', { 'x-api-key': 'brt_run1' });
+    assert.equal(answer.status, 503);
+    assert.deepEqual(JSON.parse(answer.body), { type: 'error', error: { type: 'api_error', message: BUDGETS_UNAVAILABLE } });
+    assert.equal(upstream.seen.length, 0);
+    assert.equal(gateway.usage.requests.length, 0);
+    assert.ok(gateway.logs.some((entry) => entry.message.includes('could not be read from the usage store')));
   });
 
   it('records a non-streaming answer: model, tokens, cost from the price table, status, overhead', async () => {

@@ -13,10 +13,12 @@ import { PostgresEventLog } from '../../src/store/events/postgres-event-log.js';
 import { PostgresJobStore } from '../../src/store/jobs/postgres-job-store.js';
 import { PostgresDatabase } from '../../src/store/postgres/database.js';
 import { applyPostgresMigrations } from '../../src/store/postgres/migrate.js';
+import { PostgresUsageStore } from '../../src/store/usage/postgres-usage-store.js';
 import { PostgresWorkspaceStore } from '../../src/store/workspaces/postgres-workspace-store.js';
 import { blacklistContract } from '../support/blacklist-contract.js';
 import { eventLogContract } from '../support/event-log-contract.js';
 import { jobStoreContract, newJob } from '../support/job-store-contract.js';
+import { usageStoreContract } from '../support/usage-store-contract.js';
 import { startPostgres, type PostgresDatabaseAddress, type TestPostgres } from '../support/postgres.js';
 import { workspaceRecord, workspaceStoreContract } from '../support/workspace-store-contract.js';
 
@@ -47,16 +49,20 @@ function connect(address: PostgresDatabaseAddress, connection: PostgresDatabaseA
  * schema_migrations land there) in its suite's database, created on the suite's first call. A schema costs
  * under a millisecond where CREATE DATABASE costs about 80.
  */
-function freshDatabaseFor(suite: string): () => Promise<PostgresDatabase> {
+function freshDatabaseFor(suite: string): (() => Promise<PostgresDatabase>) & { again(): Promise<PostgresDatabase> } {
   let address: Promise<PostgresDatabaseAddress> | undefined;
   let schemas = 0;
-  return async () => {
+  const inSchema = async (schema: string) => connect(await address!, { ...(await address!).config, options: `-c search_path=${schema}` });
+  const fresh = async () => {
     address ??= server.createDatabase(suite);
     const schema = `test_${(schemas += 1)}`;
-    const database = connect(await address, { ...(await address).config, options: `-c search_path=${schema}` });
+    const database = await inSchema(schema);
     await database.query(`CREATE SCHEMA ${schema}`);
     return database;
   };
+  /** A new pool on the last fresh schema: what a restarted node finds. */
+  const again = async () => inSchema(`test_${schemas}`);
+  return Object.assign(fresh, { again });
 }
 
 /** The store closes the pool it was opened on too: each contract test has a database and a pool of its own. */
@@ -89,6 +95,18 @@ const eventsDatabase = freshDatabaseFor('events');
 eventLogContract('postgres', async (retention) => {
   const database = await eventsDatabase();
   return closingItsPool(await PostgresEventLog.open(database, retention), database);
+});
+
+const usageDatabase = freshDatabaseFor('usage');
+usageStoreContract('postgres', {
+  async open(now) {
+    const database = await usageDatabase();
+    return closingItsPool(await PostgresUsageStore.open(database, now), database);
+  },
+  async reopen(now) {
+    const database = await usageDatabase.again();
+    return closingItsPool(await PostgresUsageStore.open(database, now), database);
+  },
 });
 
 describe('applyPostgresMigrations', () => {

@@ -21,7 +21,7 @@ let store: SqliteUsageStore;
 let recorder: UsageRecorder;
 const recorded: ModelRequestRecord[] = [];
 
-function record(extra: Partial<ModelRequestRecord>): void {
+async function record(extra: Partial<ModelRequestRecord>): Promise<void> {
   const entry: ModelRequestRecord = {
     at: NOW,
     caller: 'caller-a',
@@ -34,7 +34,7 @@ function record(extra: Partial<ModelRequestRecord>): void {
     ...extra,
   };
   recorded.push(entry);
-  recorder.recordRequest(entry);
+  await recorder.recordRequest(entry);
 }
 
 /** A request as the given caller, as the auth plugin leaves it (its token's `sub`). */
@@ -43,7 +43,7 @@ const as = (caller: string, url: string) => app.inject({ method: 'GET', url, hea
 before(async () => {
   store = new SqliteUsageStore(':memory:', () => NOW);
   const limits = { usdPerDay: 5 };
-  recorder = new Budgets(limits, store, NOW).recorder(store);
+  recorder = (await Budgets.open(limits, store, NOW)).recorder(store);
   app = Fastify();
   app.setValidatorCompiler(createValidatorCompiler());
   registerErrorHandler(app);
@@ -55,19 +55,19 @@ before(async () => {
   registerUsageRoutes(app, { usage: new UsageReport(store, limits, () => NOW) });
   await app.ready();
 
-  record({ at: NOW - 2 * DAY_MS, runId: 'run-a0', costUsd: 0.01 });
-  record({});
-  record({ at: NOW + 1000, costUsd: 0.002, tokens: { input_tokens: 7, output_tokens: 3, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 } });
-  record({ at: NOW + 2000, status: 403, costUsd: 0, tokens: { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }, refusal: { limit: 'run', message: 'this run\'s max_budget_usd (0.006 USD) is spent: 0.006688 USD used' } });
-  record({ at: NOW + 3000, runId: 'run-agent', agentId: 'agent-1' });
-  record({ at: NOW - 10 * DAY_MS, runId: 'run-a-old' });
-  record({ caller: 'caller-b', runId: 'run-b1', costUsd: 1 });
-  recorder.recordEgress({ at: NOW + 1500, caller: 'caller-a', runId: 'run-a1', method: 'CONNECT', host: 'pypi.org', port: 443, decision: 'allowed' });
-  recorder.recordEgress({ at: NOW + 1600, caller: 'caller-a', runId: 'run-a1', method: 'HTTP', host: 'other.test', port: 80, decision: 'refused_host', reason: 'other.test is not in container.network.allow' });
+  await record({ at: NOW - 2 * DAY_MS, runId: 'run-a0', costUsd: 0.01 });
+  await record({});
+  await record({ at: NOW + 1000, costUsd: 0.002, tokens: { input_tokens: 7, output_tokens: 3, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 } });
+  await record({ at: NOW + 2000, status: 403, costUsd: 0, tokens: { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }, refusal: { limit: 'run', message: 'this run\'s max_budget_usd (0.006 USD) is spent: 0.006688 USD used' } });
+  await record({ at: NOW + 3000, runId: 'run-agent', agentId: 'agent-1' });
+  await record({ at: NOW - 10 * DAY_MS, runId: 'run-a-old' });
+  await record({ caller: 'caller-b', runId: 'run-b1', costUsd: 1 });
+  await recorder.recordEgress({ at: NOW + 1500, caller: 'caller-a', runId: 'run-a1', method: 'CONNECT', host: 'pypi.org', port: 443, decision: 'allowed' });
+  await recorder.recordEgress({ at: NOW + 1600, caller: 'caller-a', runId: 'run-a1', method: 'HTTP', host: 'other.test', port: 80, decision: 'refused_host', reason: 'other.test is not in container.network.allow' });
 });
 after(async () => {
   await app.close();
-  store.close();
+  await store.close();
 });
 
 describe('GET /usage', () => {

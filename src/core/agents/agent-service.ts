@@ -271,9 +271,11 @@ export class AgentService {
     const { agent } = this.entry(id, caller);
     if (this.refusingTurns) throw errors.shuttingDown();
     const text = checkPrompt(prompt, this.deps.maxPromptBytes);
-    // A caller whose daily model budget is spent is told so at once, not by a turn that fails.
+    // A caller whose daily model budget is spent is told so at once, not by a turn that fails. Asked first: it
+    // may wait for the usage store, and nothing may come between the checks below and the send.
+    const admission = await this.deps.budgets?.admission(caller.owner, (this.deps.now ?? Date.now)());
+    if (this.refusingTurns) throw errors.shuttingDown();
     agent.checkCanSend();
-    const admission = this.deps.budgets?.admission(caller.owner, (this.deps.now ?? Date.now)());
     if (admission && !admission.ok) throw errors.budgetExceeded(admission.message);
     const turn = agent.send(text);
     await turn.delivered;

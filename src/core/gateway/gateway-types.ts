@@ -64,13 +64,14 @@ export type BudgetDecision =
   | { readonly ok: false; readonly limit: BudgetLimit; /** Names the limit, its value and what was used: shown to the engine and the caller. */ readonly message: string };
 
 export interface BudgetCheck {
-  check(holder: GrantHolder, now: number): BudgetDecision;
+  /** Answers from memory when the totals it needs are there; reads them from the usage store otherwise. */
+  check(holder: GrantHolder, now: number): Promise<BudgetDecision>;
 }
 
-/** Where the gateway writes what it saw. */
+/** Where the gateway writes what it saw: called once a request is answered, never awaited on its path. */
 export interface UsageRecorder {
-  recordRequest(record: ModelRequestRecord): void;
-  recordEgress(record: EgressDecisionRecord): void;
+  recordRequest(record: ModelRequestRecord): Promise<void>;
+  recordEgress(record: EgressDecisionRecord): Promise<void>;
 }
 
 /** Where the gateway forwards model requests, and the credential it adds (never seen by a container). */

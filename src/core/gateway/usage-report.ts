@@ -75,11 +75,15 @@ export class UsageReport {
     return { from: days[0]!, to: days[days.length - 1]!, days };
   }
 
-  report(caller: string, requested: UsageRange): UsageReportView {
+  async report(caller: string, requested: UsageRange): Promise<UsageReportView> {
     const { from, to, days } = this.range(requested);
-    const recorded = new Map(this.store.days(caller, from, to).map((day) => [day.day, day as UsageTotals]));
     const today = utcDay(this.now());
-    const todays = this.store.callerDay(caller, today);
+    const [recordedDays, todays, runs] = await Promise.all([
+      this.store.days(caller, from, to),
+      this.store.callerDay(caller, today),
+      this.store.runs(caller, from, to, MAX_LISTED),
+    ]);
+    const recorded = new Map(recordedDays.map((day) => [day.day, day as UsageTotals]));
     let total = NO_USAGE;
     for (const totals of recorded.values()) total = sum(total, totals);
     return {
@@ -90,7 +94,7 @@ export class UsageReport {
       today: { date: today, requests: todays.requests, tokens: tokenSum(todays.tokens), cost_usd: todays.costMicroUsd / 1e6 },
       total: counters(total),
       days: days.map((date) => ({ date, ...counters(recorded.get(date) ?? NO_USAGE) })),
-      runs: this.store.runs(caller, from, to, MAX_LISTED).map((run) => ({
+      runs: runs.map((run) => ({
         run_id: run.runId,
         ...(run.sessionId !== undefined ? { session_id: run.sessionId } : {}),
         ...(run.agentId !== undefined ? { agent_id: run.agentId } : {}),
@@ -102,8 +106,12 @@ export class UsageReport {
     };
   }
 
-  run(caller: string, runId: string): RunReportView {
-    const run = this.store.run(caller, runId);
+  async run(caller: string, runId: string): Promise<RunReportView> {
+    const [run, requests, egress] = await Promise.all([
+      this.store.run(caller, runId),
+      this.store.requestsOf(caller, runId, MAX_LISTED),
+      this.store.egressOf(caller, runId, MAX_LISTED),
+    ]);
     if (run === undefined) throw errors.notFound(`run ${runId}`);
     return {
       run_id: run.runId,
@@ -113,7 +121,7 @@ export class UsageReport {
       last_request_at: iso(run.lastAt),
       totals: counters(run),
       ...(run.refusal !== undefined ? { refusal: run.refusal } : {}),
-      requests: this.store.requestsOf(caller, runId, MAX_LISTED).map((request) => ({
+      requests: requests.map((request) => ({
         at: iso(request.at),
         model: request.model,
         status: request.status,
@@ -122,7 +130,7 @@ export class UsageReport {
         ...(request.overheadMs !== undefined ? { overhead_ms: request.overheadMs } : {}),
         ...(request.refusal !== undefined ? { refusal: request.refusal.message } : {}),
       })),
-      egress: this.store.egressOf(caller, runId, MAX_LISTED).map((decision) => ({
+      egress: egress.map((decision) => ({
         at: iso(decision.at),
         method: decision.method,
         host: decision.host,

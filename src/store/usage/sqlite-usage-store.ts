@@ -2,26 +2,27 @@
 // synchronous=NORMAL: a row is written for every model request, inside the gateway's request path, and an
 // fsync per row would cost more than the gateway's whole overhead budget; WAL keeps the file consistent,
 // a power loss can only drop the last records. Egress decisions are kept for 30 days (pruned at open and
-// hourly as decisions arrive); model requests are the accounting and are kept.
+// hourly as decisions arrive); model requests are the accounting and are kept. Its answers are promises (the
+// UsageStore of PostgreSQL needs them) settled at once: better-sqlite3 has done the work when the call returns.
 import type Database from 'better-sqlite3';
 import { openDatabase } from '../sqlite.js';
 import {
-  utcDay,
-  type BudgetLimit,
+  EGRESS_PRUNE_EVERY_MS,
+  EGRESS_RETENTION_MS,
+  storedCount as count,
   type DayTotals,
-  type EgressDecision,
   type EgressDecisionRecord,
   type ModelRequestRecord,
   type RunTotals,
-  type TokenCounts,
   type UsageStore,
   type UsageTotals,
 } from './usage-store.js';
+import {
+  egressRecord, holderValues, requestRecord, runTotals, totals,
+  type EgressRow, type RequestRow, type RunRow, type SumsRow,
+} from './usage-rows.js';
 
 const MIGRATIONS = new URL('./migrations/', import.meta.url);
-const DAY_MS = 24 * 60 * 60 * 1000;
-export const EGRESS_RETENTION_MS = 30 * DAY_MS;
-const PRUNE_EVERY_MS = 60 * 60 * 1000;
 
 /** The sums every totals query selects, in UsageTotals' order. */
 const SUMS = `COUNT(*) AS requests,
@@ -31,121 +32,6 @@ const SUMS = `COUNT(*) AS requests,
   COALESCE(SUM(cache_creation_input_tokens), 0) AS cache_creation_input_tokens,
   COALESCE(SUM(cache_read_input_tokens), 0) AS cache_read_input_tokens,
   COALESCE(SUM(cost_micro_usd), 0) AS cost_micro_usd`;
-
-/** The four token columns every request row and every sum has. */
-interface TokenColumns {
-  input_tokens: number;
-  output_tokens: number;
-  cache_creation_input_tokens: number;
-  cache_read_input_tokens: number;
-}
-
-/** Whose a row is: the columns of RecordHolder. */
-interface HolderColumns {
-  caller: string;
-  run_id: string;
-  session_id: string | null;
-  agent_id: string | null;
-}
-
-interface SumsRow extends TokenColumns {
-  requests: number;
-  refused: number;
-  cost_micro_usd: number;
-}
-
-interface RunRow extends SumsRow, HolderColumns {
-  first_at: number;
-  last_at: number;
-  refusal: string | null;
-}
-
-interface RequestRow extends TokenColumns, HolderColumns {
-  at: number;
-  model: string;
-  status: number;
-  cost_micro_usd: number;
-  refusal_limit: BudgetLimit | null;
-  refusal_message: string | null;
-  overhead_ms: number | null;
-}
-
-interface EgressRow extends HolderColumns {
-  at: number;
-  method: 'CONNECT' | 'HTTP';
-  host: string;
-  port: number;
-  decision: EgressDecision;
-  reason: string | null;
-}
-
-function tokensOf(row: TokenColumns): TokenCounts {
-  return {
-    input_tokens: row.input_tokens,
-    output_tokens: row.output_tokens,
-    cache_creation_input_tokens: row.cache_creation_input_tokens,
-    cache_read_input_tokens: row.cache_read_input_tokens,
-  };
-}
-
-/** The holder of a row, its session and agent left out where none was recorded. */
-function holderOf(row: HolderColumns): { caller: string; runId: string; sessionId?: string; agentId?: string } {
-  return {
-    caller: row.caller,
-    runId: row.run_id,
-    ...(row.session_id !== null ? { sessionId: row.session_id } : {}),
-    ...(row.agent_id !== null ? { agentId: row.agent_id } : {}),
-  };
-}
-
-/** The first columns of every record's row, in the order the INSERTs name them: at, day, caller, run_id, session_id, agent_id. */
-function holderValues(record: ModelRequestRecord | EgressDecisionRecord): [number, string, string, string, string | null, string | null] {
-  return [record.at, utcDay(record.at), record.caller, record.runId, record.sessionId ?? null, record.agentId ?? null];
-}
-
-function totals(row: SumsRow): UsageTotals {
-  return { requests: row.requests, refused: row.refused, tokens: tokensOf(row), costMicroUsd: row.cost_micro_usd };
-}
-
-function runTotals(row: RunRow): RunTotals {
-  return {
-    ...totals(row),
-    ...holderOf(row),
-    firstAt: row.first_at,
-    lastAt: row.last_at,
-    ...(row.refusal !== null ? { refusal: row.refusal } : {}),
-  };
-}
-
-function requestRecord(row: RequestRow): ModelRequestRecord {
-  return {
-    at: row.at,
-    ...holderOf(row),
-    model: row.model,
-    tokens: tokensOf(row),
-    costUsd: row.cost_micro_usd / 1e6,
-    status: row.status,
-    ...(row.refusal_limit !== null ? { refusal: { limit: row.refusal_limit, message: row.refusal_message ?? '' } } : {}),
-    ...(row.overhead_ms !== null ? { overheadMs: row.overhead_ms } : {}),
-  };
-}
-
-function egressRecord(row: EgressRow): EgressDecisionRecord {
-  return {
-    at: row.at,
-    ...holderOf(row),
-    method: row.method,
-    host: row.host,
-    port: row.port,
-    decision: row.decision,
-    ...(row.reason !== null ? { reason: row.reason } : {}),
-  };
-}
-
-/** A count that must be a non-negative integer in a row (a Messages API answer could carry anything). */
-function count(value: number): number {
-  return Number.isFinite(value) && value > 0 ? Math.round(value) : 0;
-}
 
 export class SqliteUsageStore implements UsageStore {
   private readonly db: Database.Database;
@@ -169,7 +55,7 @@ export class SqliteUsageStore implements UsageStore {
     return prepared;
   }
 
-  recordRequest(entry: ModelRequestRecord): void {
+  async recordRequest(entry: ModelRequestRecord): Promise<void> {
     this.statement(
       `INSERT INTO model_requests (at, day, caller, run_id, session_id, agent_id, model, status, input_tokens, output_tokens,
          cache_creation_input_tokens, cache_read_input_tokens, cost_micro_usd, refusal_limit, refusal_message, overhead_ms)
@@ -182,7 +68,7 @@ export class SqliteUsageStore implements UsageStore {
     );
   }
 
-  recordEgress(entry: EgressDecisionRecord): void {
+  async recordEgress(entry: EgressDecisionRecord): Promise<void> {
     this.statement(
       `INSERT INTO egress_decisions (at, day, caller, run_id, session_id, agent_id, method, host, port, decision, reason)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -192,25 +78,25 @@ export class SqliteUsageStore implements UsageStore {
     this.pruneDue();
   }
 
-  callerDay(caller: string, day: string): UsageTotals {
+  async callerDay(caller: string, day: string): Promise<UsageTotals> {
     return totals(this.statement(`SELECT ${SUMS} FROM model_requests WHERE caller = ? AND day = ?`).get(caller, day) as SumsRow);
   }
 
-  callersOn(day: string): Map<string, UsageTotals> {
+  async callersOn(day: string): Promise<Map<string, UsageTotals>> {
     const rows = this.statement(`SELECT caller, ${SUMS} FROM model_requests WHERE day = ? GROUP BY caller`).all(day) as (SumsRow & { caller: string })[];
     return new Map(rows.map((row) => [row.caller, totals(row)]));
   }
 
-  runCostMicroUsd(runId: string): number {
+  async runCostMicroUsd(runId: string): Promise<number> {
     return (this.statement('SELECT COALESCE(SUM(cost_micro_usd), 0) AS cost FROM model_requests WHERE run_id = ?').get(runId) as { cost: number }).cost;
   }
 
-  days(caller: string, from: string, to: string): DayTotals[] {
+  async days(caller: string, from: string, to: string): Promise<DayTotals[]> {
     const rows = this.statement(`SELECT day, ${SUMS} FROM model_requests WHERE caller = ? AND day BETWEEN ? AND ? GROUP BY day ORDER BY day`).all(caller, from, to) as (SumsRow & { day: string })[];
     return rows.map((row) => ({ day: row.day, ...totals(row) }));
   }
 
-  runs(caller: string, from: string, to: string, limit: number): RunTotals[] {
+  async runs(caller: string, from: string, to: string, limit: number): Promise<RunTotals[]> {
     const rows = this.statement(
       `SELECT run_id, caller, MAX(session_id) AS session_id, MAX(agent_id) AS agent_id, MIN(at) AS first_at, MAX(at) AS last_at, ${SUMS},
          (SELECT refusal_message FROM model_requests AS r WHERE r.run_id = m.run_id AND r.caller = m.caller AND r.refusal_limit IS NOT NULL ORDER BY at DESC, id DESC LIMIT 1) AS refusal
@@ -219,7 +105,7 @@ export class SqliteUsageStore implements UsageStore {
     return rows.map(runTotals);
   }
 
-  run(caller: string, runId: string): RunTotals | undefined {
+  async run(caller: string, runId: string): Promise<RunTotals | undefined> {
     const row = this.statement(
       `SELECT @runId AS run_id, @caller AS caller, MAX(session_id) AS session_id, MAX(agent_id) AS agent_id, MIN(at) AS first_at, MAX(at) AS last_at, ${SUMS},
          (SELECT refusal_message FROM model_requests WHERE run_id = @runId AND caller = @caller AND refusal_limit IS NOT NULL ORDER BY at DESC, id DESC LIMIT 1) AS refusal
@@ -238,7 +124,7 @@ export class SqliteUsageStore implements UsageStore {
     });
   }
 
-  requestsOf(caller: string, runId: string, limit: number): ModelRequestRecord[] {
+  async requestsOf(caller: string, runId: string, limit: number): Promise<ModelRequestRecord[]> {
     const rows = this.statement(
       `SELECT * FROM (SELECT id, at, caller, run_id, session_id, agent_id, model, status, input_tokens, output_tokens, cache_creation_input_tokens,
          cache_read_input_tokens, cost_micro_usd, refusal_limit, refusal_message, overhead_ms
@@ -247,7 +133,7 @@ export class SqliteUsageStore implements UsageStore {
     return rows.map(requestRecord);
   }
 
-  egressOf(caller: string, runId: string, limit: number): EgressDecisionRecord[] {
+  async egressOf(caller: string, runId: string, limit: number): Promise<EgressDecisionRecord[]> {
     const rows = this.statement(
       `SELECT * FROM (SELECT id, at, caller, run_id, session_id, agent_id, method, host, port, decision, reason
        FROM egress_decisions WHERE run_id = ? AND caller = ? ORDER BY at DESC, id DESC LIMIT ?) ORDER BY at, id`,
@@ -255,19 +141,23 @@ export class SqliteUsageStore implements UsageStore {
     return rows.map(egressRecord);
   }
 
-  pruneEgress(before: number): number {
-    return this.statement('DELETE FROM egress_decisions WHERE at < ?').run(before).changes;
+  async pruneEgress(before: number): Promise<number> {
+    return this.deleteEgressBefore(before);
   }
 
-  close(): void {
+  async close(): Promise<void> {
     this.db.close();
   }
 
   private pruneDue(): void {
     const now = this.now();
-    if (now - this.lastPrune < PRUNE_EVERY_MS) return;
+    if (now - this.lastPrune < EGRESS_PRUNE_EVERY_MS) return;
     this.lastPrune = now;
-    this.pruneEgress(now - EGRESS_RETENTION_MS);
+    this.deleteEgressBefore(now - EGRESS_RETENTION_MS);
+  }
+
+  private deleteEgressBefore(before: number): number {
+    return this.statement('DELETE FROM egress_decisions WHERE at < ?').run(before).changes;
   }
 }
 

@@ -93,28 +93,43 @@ export interface RunTotals extends UsageTotals {
   readonly refusal?: string;
 }
 
+/**
+ * The records and their sums. Every call answers a promise: the SQLite file answers at once, PostgreSQL (shared by
+ * every node) after a round trip, so the gateway records off its request path (core/gateway/budgets.ts) and
+ * keeps the totals its checks read in memory.
+ */
 export interface UsageStore {
-  recordRequest(record: ModelRequestRecord): void;
-  recordEgress(record: EgressDecisionRecord): void;
+  recordRequest(record: ModelRequestRecord): Promise<void>;
+  recordEgress(record: EgressDecisionRecord): Promise<void>;
   /** The caller's model usage on one UTC day. */
-  callerDay(caller: string, day: string): UsageTotals;
+  callerDay(caller: string, day: string): Promise<UsageTotals>;
   /** Every caller's model usage on one UTC day (budgets are seeded with today's at start). */
-  callersOn(day: string): Map<string, UsageTotals>;
+  callersOn(day: string): Promise<Map<string, UsageTotals>>;
   /** The cost recorded for a run so far, whoever's it is (its max_budget_usd). */
-  runCostMicroUsd(runId: string): number;
+  runCostMicroUsd(runId: string): Promise<number>;
   /** The caller's usage per UTC day from `from` to `to` (inclusive); days without a request are left out. */
-  days(caller: string, from: string, to: string): DayTotals[];
+  days(caller: string, from: string, to: string): Promise<DayTotals[]>;
   /** The caller's runs with model requests in the days from `from` to `to`, counting those requests; latest first. */
-  runs(caller: string, from: string, to: string, limit: number): RunTotals[];
+  runs(caller: string, from: string, to: string, limit: number): Promise<RunTotals[]>;
   /** One of the caller's runs, all its records counted; undefined when the caller has no record of it. */
-  run(caller: string, runId: string): RunTotals | undefined;
+  run(caller: string, runId: string): Promise<RunTotals | undefined>;
   /** The caller's latest `limit` model requests of the run, oldest first. */
-  requestsOf(caller: string, runId: string, limit: number): ModelRequestRecord[];
+  requestsOf(caller: string, runId: string, limit: number): Promise<ModelRequestRecord[]>;
   /** The caller's latest `limit` egress decisions of the run, oldest first. */
-  egressOf(caller: string, runId: string, limit: number): EgressDecisionRecord[];
+  egressOf(caller: string, runId: string, limit: number): Promise<EgressDecisionRecord[]>;
   /** Removes the egress decisions made before `before` (ms); answers how many. */
-  pruneEgress(before: number): number;
-  close(): void;
+  pruneEgress(before: number): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** Egress decisions are kept this long (pruned at open and hourly as decisions arrive); model requests are kept. */
+export const EGRESS_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
+/** How often a store prunes egress decisions, at most. */
+export const EGRESS_PRUNE_EVERY_MS = 60 * 60 * 1000;
+
+/** A count that must be a non-negative integer in a row (a Messages API answer could carry anything). */
+export function storedCount(value: number): number {
+  return Number.isFinite(value) && value > 0 ? Math.round(value) : 0;
 }
 
 /** The UTC date of a moment, YYYY-MM-DD. */
