@@ -19,7 +19,8 @@ import { startTestBerth, type TestBerth } from '../support/berth.js';
 import { makeRepository, startGitServer, type GitServer } from '../support/git-server.js';
 import { mountsAndLoopsOf, rawRequest } from '../support/workspaces.js';
 import { removeTestDir } from '../support/test-dir.js';
-import { INSTANCE_LABEL, type ContainerSpec } from '../../src/runtime/container-runtime.js';
+import type { ContainerSpec } from '../../src/runtime/ports/container-specs.js';
+import { INSTANCE_LABEL } from '../../src/runtime/ports/labels.js';
 import { WORKSPACE_CLONE_LABEL } from '../../src/core/workspaces/git-clone.js';
 
 const exec = promisify(execFile);

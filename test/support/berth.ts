@@ -10,7 +10,7 @@ import { loadConfig, type Config } from '../../src/config.js';
 import { startBerth, type RunningBerth } from '../../src/server.js';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { IMAGE_TREE_LABEL, INSTANCE_LABEL, STACK_INSTANCE_LABEL } from '../../src/runtime/container-runtime.js';
+import { IMAGE_TREE_LABEL, INSTANCE_LABEL, STACK_INSTANCE_LABEL } from '../../src/runtime/ports/labels.js';
 import { unbindVolumeData } from '../../src/runtime/podman/volume-backing.js';
 import { LoopDisks } from '../../src/runtime/run-disk.js';
 import { StackDisks } from '../../src/runtime/stack-disk.js';

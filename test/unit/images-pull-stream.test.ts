@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readPullStream } from '../../src/runtime/podman/pull-stream.js';
 import { PullProgressCounter } from '../../src/runtime/podman/pull-progress.js';
-import { RegistryError, type PullProgress } from '../../src/runtime/container-runtime.js';
+import { RegistryError, type PullProgress } from '../../src/runtime/ports/images.js';
 
 async function* chunks(...parts: string[]) {
   for (const part of parts) yield Buffer.from(part);

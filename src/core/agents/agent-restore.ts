@@ -4,7 +4,7 @@
 // no process followed it (its result line is then in the container's log).
 import type { Logger } from 'pino';
 import type { PreparedSession } from '../sessions/session-store.js';
-import type { AttachedContainer } from '../../runtime/container-runtime.js';
+import type { AttachedContainer } from '../../runtime/ports/containers.js';
 import type { AgentRecord } from '../../store/agents/agent-store.js';
 import { AgentContainer, type AgentContainerDependencies } from './agent-container.js';
 import { turnResultOf, type TurnResult } from './agent.js';

@@ -8,7 +8,7 @@ import { posix } from 'node:path';
 import { parse as parseShellWords } from 'shell-quote';
 import { parseCpus, parseDuration, parseMemory } from '../../units.js';
 import type { ComposeDocument } from './compose-document.js';
-import type { HealthcheckSpec, ServicePrivileges } from '../../runtime/container-runtime.js';
+import type { HealthcheckSpec, ServicePrivileges } from '../../runtime/ports/container-specs.js';
 
 export class StackDefinitionError extends Error {
   constructor(message: string) {

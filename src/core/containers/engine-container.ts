@@ -7,11 +7,10 @@ import type { PreparedSession } from '../sessions/session-store.js';
 import { HOST_FROM_CONTAINER, type EngineAccess } from '../engine-access.js';
 import type { RunGrants } from '../gateway/run-grants.js';
 import type { GrantHolder } from '../gateway/gateway-types.js';
-import type { ContainerSpec, NetworkAttachment, UserNamespace, VolumeMountSpec } from '../../runtime/container-runtime.js';
-import { INSTANCE_LABEL, RUN_LABEL } from '../../runtime/container-runtime.js';
+import type { BindMount, ContainerSpec, NetworkAttachment, UserNamespace, VolumeMountSpec } from '../../runtime/ports/container-specs.js';
+import { INSTANCE_LABEL, RUN_LABEL } from '../../runtime/ports/labels.js';
 import { buildEngineInvocation, gatewayEnvFile, gatewayEnvironment } from '../../engine/command.js';
 import { ENGINE_CONFIG_DIR, ENGINE_HOME, ENGINE_MOUNT, GATEWAY_ENV_FILE_NAME, INPUT_DIR, SECRET_ENV_DIR } from '../../engine/layout.js';
-import type { BindMount } from '../../runtime/container-runtime.js';
 import type { InputFileContent, RunInputs } from './run-inputs.js';
 
 /** What every engine container shares, from configuration. */

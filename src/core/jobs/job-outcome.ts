@@ -1,7 +1,7 @@
 // How a run's end becomes a job's final state: the outcome of RunService mapped to status, output,
 // crash_info and error, and the texts for the ends the service itself causes (stop, restart, DELETE).
 import type { Caller } from '../auth/caller.js';
-import type { ContainerState } from '../../runtime/container-runtime.js';
+import type { ContainerState } from '../../runtime/ports/containers.js';
 import type { BerthError } from '../../errors.js';
 import type { RunRequest } from '../run-request.js';
 import type { AcceptedRun } from '../runs/run-service.js';

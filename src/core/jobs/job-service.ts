@@ -14,7 +14,7 @@ import type { RunRequest } from '../run-request.js';
 import type { AcceptedRun } from '../runs/run-service.js';
 import type { Job, JobChange, JobStatus, JobStore } from '../../store/jobs/job-store.js';
 import type { Caller } from '../auth/caller.js';
-import type { ContainerState } from '../../runtime/container-runtime.js';
+import type { ContainerState } from '../../runtime/ports/containers.js';
 import type { WebhookSender } from '../webhooks/deliverer.js';
 import { jobFinishedPayload, jobListItem, jobView, type JobListItem, type JobView } from './job-view.js';
 import { RunQueue } from './run-queue.js';

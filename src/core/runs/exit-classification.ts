@@ -1,7 +1,7 @@
 // How a run ended, decided from what its supervision saw: the container's exit, why Berth stopped it (if it
 // did), the engine's result line and its stderr. Pure, so that every combination is unit-tested
 // (test/unit/run-exit-classification.test.ts); RunExecutor.watch() gathers the facts and asks here.
-import type { ContainerExit } from '../../runtime/container-runtime.js';
+import type { ContainerExit } from '../../runtime/ports/containers.js';
 import { HOOK_FAILED_EXIT_CODE } from '../../engine/command.js';
 import type { ResultEnvelope } from '../../engine/stream-json.js';
 

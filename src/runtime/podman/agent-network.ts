@@ -10,7 +10,7 @@
 // the subnet in between (test Berths start side by side): then the whole thing is tried again. Compose
 // stacks' networks are made the same way (createBridgeWithGateway): no DNS server for their services to
 // send names out through, and a gateway where they reach the egress proxy.
-import type { AgentNetwork } from '../container-runtime.js';
+import type { AgentNetwork } from '../ports/networks.js';
 import { firstHostAddress } from '../../ipv4-subnet.js';
 import { PodmanApiError, type PodmanClient } from './client.js';
 

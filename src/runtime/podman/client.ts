@@ -4,7 +4,7 @@ import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import type { Duplex, Readable } from 'node:stream';
-import { RuntimeError } from '../container-runtime.js';
+import { RuntimeError } from '../ports/runtime-error.js';
 
 const API_PREFIX = '/v4.0.0/libpod';
 const tracer = trace.getTracer('berth');

@@ -2,7 +2,7 @@
 // the one container policy (runtime/container-policy.ts) through hardening() below, for engine containers
 // and a stack's services alike: capabilities, no new privileges, the user namespace, private namespaces,
 // runc and explicit ulimits (crun and Podman's default ulimits fail on these hosts).
-import type { BindMount, ContainerSpec, NetworkAttachment, ServiceContainerSpec, UserNamespace, VolumeMountSpec } from '../container-runtime.js';
+import type { BindMount, ContainerSpec, NetworkAttachment, ServiceContainerSpec, UserNamespace, VolumeMountSpec } from '../ports/container-specs.js';
 import { CONTAINER_POLICY, CONTAINER_ULIMITS, type ContainerKind } from '../container-policy.js';
 
 const CPU_PERIOD_US = 100_000;

@@ -17,7 +17,8 @@ import { join, posix } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { create as createTar, list as listTar, type ReadEntry } from 'tar';
-import { BuildContextError, BuildTimeoutError, RuntimeError, sandboxPrefix, type BuildOptions } from '../container-runtime.js';
+import { BuildContextError, BuildTimeoutError, sandboxPrefix, type BuildOptions } from '../ports/builds.js';
+import { RuntimeError } from '../ports/runtime-error.js';
 import type { PodmanClient } from './client.js';
 import { buildRootless } from './rootless-build.js';
 

@@ -1,6 +1,6 @@
 // Podman's logs and attach endpoints frame output (without a TTY) as Docker's multiplexed stream:
 // an 8-byte header (stream byte, 3 zero bytes, big-endian length) before each chunk.
-import type { OutputChunk } from '../container-runtime.js';
+import type { OutputChunk } from '../ports/containers.js';
 
 const HEADER_BYTES = 8;
 

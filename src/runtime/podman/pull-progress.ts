@@ -8,7 +8,7 @@
 //   Storing signatures
 // containers/image says when a blob starts but not when it ends, and never how many there will be, so the
 // counts are: blobs started so far, and blobs done once the config or the manifest is being written.
-import type { PullProgress } from '../container-runtime.js';
+import type { PullProgress } from '../ports/images.js';
 
 const TRYING = /^Trying to pull /;
 const BLOB = /^Copying blob (\S+)/;

@@ -1,6 +1,6 @@
 // Podman's pull endpoint answers 200 at once and then streams JSON lines: progress (`stream`), at most
 // one `error`, and on success a last line with the image `id`. This reads that stream to its end.
-import { RegistryError, type PullProgress } from '../container-runtime.js';
+import { RegistryError, type PullProgress } from '../ports/images.js';
 import { PullProgressCounter } from './pull-progress.js';
 
 interface PullLine {
