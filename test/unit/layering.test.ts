@@ -79,6 +79,21 @@ function againstCoreOrder(from: string, to: string): string | undefined {
   return toRank > fromRank ? `${toUnit} stands above ${fromUnit} in core's order` : undefined;
 }
 
+/**
+ * Inside runtime/: the ports (runtime/ports/) are Berth's own terms, so a port imports only other ports and
+ * the container policy; Podman is known only to runtime/podman/ itself and to the composition root, which
+ * builds the one implementation (core depends on the ports, never on Podman's client or JSON).
+ */
+function againstRuntimeSeams(from: string, to: string): string | undefined {
+  const [fromTop, fromSub] = relative(SRC, from).split('/');
+  const [toTop, toSub] = relative(SRC, to).split('/');
+  if (toTop !== 'runtime') return undefined;
+  const composition = layerOf(from) === '' || fromTop === 'composition';
+  if (fromTop === 'runtime' && fromSub === 'ports' && toSub !== 'ports' && toSub !== 'container-policy.js') return 'a port imports only ports and the container policy';
+  if (toSub === 'podman' && !(fromTop === 'runtime' && fromSub === 'podman') && !composition) return 'only runtime/podman/ and the composition root know Podman';
+  return undefined;
+}
+
 /** The folder of src/ a file belongs to: '' for the composition root, 'leaf' for other files directly in src/. */
 function layerOf(file: string): string {
   const parts = relative(SRC, file).split('/');
@@ -108,6 +123,8 @@ export function violations(files: readonly { path: string; source: string }[]): 
       if (forbidden.includes(to)) found.push(`${relative(SRC, path)} (${from}/) imports ${specifier} (${to}/)`);
       const inCore = againstCoreOrder(path, target);
       if (inCore !== undefined) found.push(`${relative(SRC, path)} imports ${specifier}: ${inCore}`);
+      const inRuntime = againstRuntimeSeams(path, target);
+      if (inRuntime !== undefined && !forbidden.includes(to)) found.push(`${relative(SRC, path)} imports ${specifier}: ${inRuntime}`);
     }
   }
   return found;
@@ -155,6 +172,27 @@ test("inside core, a folder imports only what stands below it in core's order", 
     "core/run-plan.ts imports ./compose/stacks.js: compose stands above run-plan.ts in core's order",
     "core/misc/c.ts imports ../run-plan.js: misc is not in core's order",
     "core/runs/d.ts imports ../misc/y.js: misc is not in core's order",
+  ]);
+});
+
+test('the runtime\'s ports know no Podman, and only runtime/podman/ and the composition root import Podman\'s side', () => {
+  const files = [
+    { path: join(SRC, 'runtime', 'ports', 'a.ts'), source: "import type { PodmanClient } from '../podman/client.js';" },
+    { path: join(SRC, 'runtime', 'ports', 'b.ts'), source: "import { LoopDisks } from '../run-disk.js';" },
+    { path: join(SRC, 'core', 'runs', 'c.ts'), source: "import { PodmanRuntime } from '../../runtime/podman/podman-runtime.js';" },
+    { path: join(SRC, 'runtime', 'd.ts'), source: "import { demultiplex } from './podman/multiplexed-stream.js';" },
+    // Along the seams: ports among themselves and the policy, Podman's side over the ports, the root building it, core over ports.
+    { path: join(SRC, 'runtime', 'ports', 'ok.ts'), source: "import type { ContainerKind } from '../container-policy.js';\nimport { RuntimeError } from './runtime-error.js';" },
+    { path: join(SRC, 'runtime', 'podman', 'ok.ts'), source: "import type { Images } from '../ports/images.js';\nimport { PodmanClient } from './client.js';" },
+    { path: join(SRC, 'server.ts'), source: "import { PodmanRuntime } from './runtime/podman/podman-runtime.js';" },
+    { path: join(SRC, 'composition', 'ok.ts'), source: "import { PodmanClient } from '../runtime/podman/client.js';" },
+    { path: join(SRC, 'core', 'runs', 'ok.ts'), source: "import type { Containers } from '../../runtime/ports/containers.js';" },
+  ];
+  assert.deepEqual(violations(files), [
+    'runtime/ports/a.ts imports ../podman/client.js: a port imports only ports and the container policy',
+    'runtime/ports/b.ts imports ../run-disk.js: a port imports only ports and the container policy',
+    'core/runs/c.ts imports ../../runtime/podman/podman-runtime.js: only runtime/podman/ and the composition root know Podman',
+    'runtime/d.ts imports ./podman/multiplexed-stream.js: only runtime/podman/ and the composition root know Podman',
   ]);
 });
 
