@@ -1,16 +1,12 @@
-// The Fastify application: error handling, validators, OpenAPI, cross-cutting plugins, then routes.
-// Everything it serves comes in through AppServices; it builds nothing of the domain itself.
+// The Fastify application: error handling, validators, OpenAPI, cross-cutting plugins, then every route
+// group of ./routes/index.ts. Everything it serves comes in through AppServices; it builds nothing of the
+// domain itself.
 import { registerRequestTracing } from './plugins/tracing.js';
-import type { VersionInfo } from '../version.js';
 import { join } from 'node:path';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
-import type { RunService } from '../core/runs/run-service.js';
-import type { SystemStatus } from '../core/system-status.js';
-import type { AuthService } from '../core/auth/auth-service.js';
-import type { Metrics } from '../metrics/metrics.js';
 import { errors } from '../errors.js';
 import { registerErrorHandler } from './error-handler.js';
 import { createValidatorCompiler } from './validators.js';
@@ -19,26 +15,18 @@ import { API_DESCRIPTION } from './api-description.js';
 import { registerAuth } from './plugins/auth.js';
 import { registerRateLimit } from './plugins/rate-limit.js';
 import { registerHttpMetrics } from './plugins/http-metrics.js';
-import { registerAuthRoutes } from './routes/auth.js';
-import { registerRunRoutes } from './routes/run.js';
-import { registerSystemRoutes } from './routes/system.js';
-import { registerConsoleRoutes } from './routes/console.js';
+import { ROUTE_GROUPS, type RouteServices } from './routes/index.js';
 
 /** The web console's build (packages/console/dist), served at /console. */
 export const CONSOLE_DIST = join(import.meta.dirname, '..', '..', 'packages', 'console', 'dist');
 
-export interface AppServices {
-  readonly config: Config;
+/** What the application reads of the configuration: the body limit, OpenAPI's version and security, rate limiting. */
+export type AppSettings = Pick<Config, 'maxBodyBytes' | 'version' | 'rateLimit'> & { readonly auth: Pick<Config['auth'], 'enabled'> };
+
+/** The services the routes call, and what the application itself needs beside them. */
+export interface AppServices extends RouteServices {
+  readonly config: AppSettings;
   readonly logger: Logger;
-  readonly metrics: Metrics;
-  readonly runs: RunService;
-  readonly status: SystemStatus;
-  readonly version: VersionInfo;
-  readonly auth: AuthService;
-  /** Extra route groups (jobs, sessions, streams) registered by their own modules. */
-  readonly extraRoutes?: readonly ((app: FastifyInstance) => void)[];
-  /** Where the web console's build is; CONSOLE_DIST by default. */
-  readonly consoleDir?: string;
 }
 
 export async function buildApp(services: AppServices): Promise<FastifyInstance> {
@@ -107,10 +95,6 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
   registerAuth(app, { enabled: config.auth.enabled, auth: services.auth, metrics: services.metrics });
 
   app.get('/swagger/doc.json', { schema: { hide: true } }, async () => app.swagger());
-  registerAuthRoutes(app, { auth: services.auth, metrics: services.metrics });
-  registerSystemRoutes(app, { status: services.status, version: services.version });
-  registerRunRoutes(app, { runs: services.runs });
-  for (const register of services.extraRoutes ?? []) register(app);
-  await registerConsoleRoutes(app, { dir: services.consoleDir ?? CONSOLE_DIST });
+  for (const register of ROUTE_GROUPS) await register(app, services);
   return app;
 }

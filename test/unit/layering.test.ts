@@ -21,9 +21,14 @@ const FORBIDDEN: Record<string, readonly string[]> = {
   'offline-model': ['gateway'],
 };
 
-/** The composition root may import anything; the other files directly in src/ (config, errors, units…) are leaves. */
+/**
+ * The composition root (main.ts, server.ts and the named builders of src/composition/) may import anything,
+ * and only main.ts and server.ts import the builders; the other files directly in src/ (config, errors,
+ * units…) are leaves.
+ */
 const COMPOSITION_ROOT = new Set(['main.ts', 'server.ts']);
-const LEAF_FORBIDDEN = ['core', 'http', 'runtime', 'store', 'engine', 'gateway'];
+const COMPOSITION = 'composition';
+const LEAF_FORBIDDEN = ['core', 'http', 'runtime', 'store', 'engine', 'gateway', COMPOSITION];
 
 /**
  * The order of core's folders and of the files directly in core, from the bottom up: each may import only
@@ -121,6 +126,9 @@ export function violations(files: readonly { path: string; source: string }[]): 
       const to = layerOf(target);
       const forbidden = from === 'leaf' ? LEAF_FORBIDDEN : (FORBIDDEN[from] ?? []);
       if (forbidden.includes(to)) found.push(`${relative(SRC, path)} (${from}/) imports ${specifier} (${to}/)`);
+      else if (to === COMPOSITION && from !== '' && from !== COMPOSITION) {
+        found.push(`${relative(SRC, path)} imports ${specifier}: only main.ts and server.ts use the composition's builders`);
+      }
       const inCore = againstCoreOrder(path, target);
       if (inCore !== undefined) found.push(`${relative(SRC, path)} imports ${specifier}: ${inCore}`);
       const inRuntime = againstRuntimeSeams(path, target);
@@ -150,6 +158,24 @@ test('the rule catches imports against the flow, type-only and dynamic ones incl
     { path: join(SRC, 'server.ts'), source: "import { startGateway } from './gateway/gateway-server.js';" },
   ];
   assert.equal(violations(bad).length, 6, violations(bad).join('\n'));
+});
+
+test("the composition's builders import anything, and only main.ts and server.ts import them", () => {
+  const files = [
+    { path: join(SRC, 'server.ts'), source: "import { buildRuntime } from './composition/runtime.js';" },
+    {
+      path: join(SRC, 'composition', 'gateway.ts'),
+      source: "import { startGateway } from '../gateway/gateway-server.js';\nimport { buildApp } from '../http/app.js';\nimport type { Teardown } from './teardown.js';",
+    },
+    { path: join(SRC, 'core', 'runs', 'a.ts'), source: "import { buildPools } from '../../composition/pools.js';" },
+    { path: join(SRC, 'http', 'routes', 'b.ts'), source: "import type { Teardown } from '../../composition/teardown.js';" },
+    { path: join(SRC, 'config.ts'), source: "import { buildAuth } from './composition/auth.js';" },
+  ];
+  assert.deepEqual(violations(files), [
+    "core/runs/a.ts imports ../../composition/pools.js: only main.ts and server.ts use the composition's builders",
+    "http/routes/b.ts imports ../../composition/teardown.js: only main.ts and server.ts use the composition's builders",
+    'config.ts (leaf/) imports ./composition/auth.js (composition/)',
+  ]);
 });
 
 test("inside core, a folder imports only what stands below it in core's order", () => {
