@@ -13,11 +13,13 @@ import { PostgresEventLog } from '../../src/store/events/postgres-event-log.js';
 import { PostgresJobStore } from '../../src/store/jobs/postgres-job-store.js';
 import { PostgresDatabase } from '../../src/store/postgres/database.js';
 import { applyPostgresMigrations } from '../../src/store/postgres/migrate.js';
+import { PostgresGrantStore } from '../../src/store/gateway/postgres-grant-store.js';
 import { PostgresUsageStore } from '../../src/store/usage/postgres-usage-store.js';
 import { PostgresWorkspaceStore } from '../../src/store/workspaces/postgres-workspace-store.js';
 import { blacklistContract } from '../support/blacklist-contract.js';
 import { eventLogContract } from '../support/event-log-contract.js';
 import { jobStoreContract, newJob } from '../support/job-store-contract.js';
+import { grantRow, grantStoreContract } from '../support/grant-store-contract.js';
 import { usageStoreContract } from '../support/usage-store-contract.js';
 import { startPostgres, type PostgresDatabaseAddress, type TestPostgres } from '../support/postgres.js';
 import { workspaceRecord, workspaceStoreContract } from '../support/workspace-store-contract.js';
@@ -107,6 +109,35 @@ usageStoreContract('postgres', {
     const database = await usageDatabase.again();
     return closingItsPool(await PostgresUsageStore.open(database, now), database);
   },
+});
+
+const grantsDatabase = freshDatabaseFor('grants');
+grantStoreContract('postgres', {
+  async open() {
+    const database = await grantsDatabase();
+    return closingItsPool(await PostgresGrantStore.open(database, 'node-a'), database);
+  },
+  async reopen() {
+    const database = await grantsDatabase.again();
+    return closingItsPool(await PostgresGrantStore.open(database, 'node-a'), database);
+  },
+});
+
+describe('PostgresGrantStore on one database for several nodes', () => {
+  it('keeps each node\'s grants apart: a node revoking everything at its start leaves the others\' alone', async () => {
+    const database = await grantsDatabase();
+    const [a, b] = await Promise.all([PostgresGrantStore.open(database, 'node-a'), PostgresGrantStore.open(database, 'node-b')]);
+    await a.put(grantRow(1));
+    await b.put(grantRow(2));
+    // The same run id on two nodes (never in practice: ids are UUIDs) is two grants.
+    await b.put(grantRow(3, { runId: 'run-1' }));
+    await b.setHolder('run-1', '{"kind":"run"}');
+    assert.deepEqual(await a.all(), [grantRow(1)]);
+    await a.remove('run-1');
+    assert.deepEqual(await b.all(), [grantRow(2), grantRow(3, { runId: 'run-1', holder: '{"kind":"run"}' })]);
+    await assert.rejects(PostgresGrantStore.open(database, ''), /needs the name of the node/);
+    await Promise.all([a.close(), b.close()]);
+  });
 });
 
 describe('applyPostgresMigrations', () => {

@@ -5,6 +5,11 @@
 // revoked, or only issued, gets nothing. Kept in memory, by the token's SHA-256 (the map lookup compares
 // digests, so no comparison of the token's own bytes can leak it through timing), and written through to
 // the store, so that the grants of runs that outlive a restart (async jobs, agents) keep working after it.
+// The writes never hold up a run or a request: issue, bind and revoke change the memory at once (what the
+// gateway reads) and queue the store's write behind the earlier ones of the same run, so the store ends in the
+// memory's state whatever order the database answers in. A write that fails is logged: this process goes on
+// with its memory, and at the next start the store's stale row is revoked (retainOnly) or the run's requests
+// are refused (a grant missing). flush() waits for the queued writes (before the store is closed).
 import { createHash, randomBytes } from 'node:crypto';
 import { parseHostPattern, type EgressPolicy, type HostPattern } from '../../egress-policy.js';
 import type { GrantRow, GrantStore } from '../../store/gateway/grant-store.js';
@@ -42,23 +47,32 @@ export class RunGrants implements GrantLookup {
   private readonly log: NonNullable<RunGrantsOptions['log']>;
   /** Set by detach(): revocations stay in memory, the store keeps every grant for the next start. */
   private detached = false;
+  /** Per run, the end of its queued store writes (removed once the last one settled). */
+  private readonly writes = new Map<string, Promise<void>>();
 
+  /** Grants written through to `store`, starting from `kept` (the rows it holds; see RunGrants.open). */
   constructor(
     private readonly store: GrantStore,
     options: RunGrantsOptions = {},
+    kept: readonly GrantRow[] = [],
   ) {
     this.now = options.now ?? Date.now;
     this.log = options.log ?? (() => undefined);
-    for (const row of store.all()) {
+    for (const row of kept) {
       const grant = grantOfRow(row);
       if (typeof grant === 'string') {
         this.log({ runId: row.runId, reason: grant }, 'a kept grant cannot be used any more; it is revoked');
-        store.remove(row.runId);
+        this.write(row.runId, 'removing an unusable grant', () => store.remove(row.runId));
         continue;
       }
       this.byDigest.set(row.tokenSha256, grant);
       this.digestOfRun.set(row.runId, row.tokenSha256);
     }
+  }
+
+  /** The grants `store` kept (a previous process's), read once at start, written through from then on. */
+  static async open(store: GrantStore, options: RunGrantsOptions = {}): Promise<RunGrants> {
+    return new RunGrants(store, options, await store.all());
   }
 
   /** A new token for the container of `runId`, refused until bound; one issued before for it is revoked. */
@@ -67,7 +81,7 @@ export class RunGrants implements GrantLookup {
     const token = `brt_${randomBytes(32).toString('hex')}`;
     const digest = digestOf(token);
     const issuedAt = this.now();
-    this.store.put({ tokenSha256: digest, runId, issuedAt, holder: null });
+    this.write(runId, 'storing an issued grant', () => this.store.put({ tokenSha256: digest, runId, issuedAt, holder: null }));
     this.byDigest.set(digest, { state: 'issued', runId, issuedAt });
     this.digestOfRun.set(runId, digest);
     return token;
@@ -82,7 +96,8 @@ export class RunGrants implements GrantLookup {
     const grant = digest === undefined ? undefined : this.byDigest.get(digest);
     if (digest === undefined || !grant) throw new Error(`run ${runId} has no credential to bind (revoked or never issued)`);
     if (holder.runId !== runId) throw new Error(`a grant of run ${runId} cannot be bound to run ${holder.runId}`);
-    this.store.setHolder(runId, JSON.stringify(storedHolder(holder)));
+    const stored = JSON.stringify(storedHolder(holder));
+    this.write(runId, 'storing a grant\'s holder', () => this.store.setHolder(runId, stored));
     this.byDigest.set(digest, { state: 'bound', runId, issuedAt: grant.issuedAt, holder });
   }
 
@@ -145,6 +160,22 @@ export class RunGrants implements GrantLookup {
     return [...this.digestOfRun.keys()];
   }
 
+  /** Settles once every store write queued so far has (those queued meanwhile included). Never rejects. */
+  async flush(): Promise<void> {
+    while (this.writes.size > 0) await Promise.all(this.writes.values());
+  }
+
+  /** Queues a store write behind the run's earlier ones; a failure is logged, never thrown at the caller. */
+  private write(runId: string, what: string, operation: () => Promise<void>): void {
+    const previous = this.writes.get(runId);
+    const done: Promise<void> = (previous === undefined ? operation() : previous.then(operation))
+      .catch((error: unknown) => this.log({ err: error, runId }, `${what} failed: the store may be behind this process's grants`))
+      .finally(() => {
+        if (this.writes.get(runId) === done) this.writes.delete(runId);
+      });
+    this.writes.set(runId, done);
+  }
+
   private revokeWhere(revoked: (runId: string, grant: Grant) => boolean): number {
     let count = 0;
     for (const [runId, digest] of [...this.digestOfRun]) {
@@ -165,11 +196,7 @@ export class RunGrants implements GrantLookup {
     // Refused from here whatever the store says; a row it failed to drop is revoked at the next start
     // (retainOnly), and a revoke must not fail the run's or agent's cleanup.
     if (this.detached) return;
-    try {
-      this.store.remove(runId);
-    } catch (error) {
-      this.log({ err: error, runId }, 'a revoked grant could not be removed from the store');
-    }
+    this.write(runId, 'removing a revoked grant', () => this.store.remove(runId));
   }
 
   private prune(): void {

@@ -3,6 +3,8 @@
 // and a grant only has to outlive the Berth process, not a power loss (the containers holding the tokens
 // do not survive one either). A commit lost that way is harmless: at start every grant whose run is not
 // live is revoked (RunGrants.retainOnly), and a run whose grant is missing has its model requests refused.
+// Its answers are promises (the PostgreSQL store's interface) settled at once: the work is done when a call
+// returns.
 import type Database from 'better-sqlite3';
 import { openDatabase } from '../sqlite.js';
 import type { GrantRow, GrantStore } from './grant-store.js';
@@ -29,27 +31,27 @@ export class SqliteGrantStore implements GrantStore {
     this.updateHolder = this.db.prepare('UPDATE grants SET holder = ? WHERE run_id = ?');
   }
 
-  all(): GrantRow[] {
+  async all(): Promise<GrantRow[]> {
     const rows = this.db.prepare('SELECT token_sha256, run_id, issued_at, holder FROM grants ORDER BY issued_at, run_id').all() as Row[];
     return rows.map((row) => ({ tokenSha256: row.token_sha256, runId: row.run_id, issuedAt: row.issued_at, holder: row.holder }));
   }
 
-  put(row: GrantRow): void {
+  async put(row: GrantRow): Promise<void> {
     this.db.transaction(() => {
       this.removeRun.run(row.runId);
       this.insert.run(row.tokenSha256, row.runId, row.issuedAt, row.holder);
     })();
   }
 
-  setHolder(runId: string, holder: string | null): void {
+  async setHolder(runId: string, holder: string | null): Promise<void> {
     this.updateHolder.run(holder, runId);
   }
 
-  remove(runId: string): void {
+  async remove(runId: string): Promise<void> {
     this.removeRun.run(runId);
   }
 
-  close(): void {
+  async close(): Promise<void> {
     this.db.close();
   }
 }
