@@ -175,24 +175,12 @@ describe('a pooled run is a run', () => {
     }
   });
 
-  it('timeout, out of memory and cancellation of a pooled run end as for any run, and leave nothing', async () => {
+  it('timeout and cancellation of a pooled run end as for any run, and leave nothing', async () => {
     await poolReady(pooled, 2);
     const hitsBefore = await metric(pooled, 'berth_pool_hits_total{pool="run"}');
     const timedOut = await pooled.request('POST', '/run', { prompt: 'run: /bin/sleep 600', container: { timeout: '3s' } });
     assert.equal(timedOut.status, 500);
     assert.match(timedOut.body.error, /timed out after 3s/);
-
-    // At the default 512m the kernel's OOM killer picks the memory hog, not the engine, in a pooled
-    // container as in one made for the run: both report the killed command.
-    await poolReady(pooled, 1);
-    const hog = { prompt: 'run: head -c 3000m /dev/zero | tail' };
-    const oomPooled = await pooled.request('POST', '/run', hog);
-    const oomFresh = await fresh.request('POST', '/run', hog);
-    // The engine survives, so the run answers 200 with the command's end; the same in both.
-    assert.equal(oomPooled.status, 200, JSON.stringify(oomPooled.body).slice(0, 500));
-    assert.equal(oomFresh.status, 200, JSON.stringify(oomFresh.body).slice(0, 500));
-    assert.match(oomPooled.body.output, /Killed/);
-    assert.match(oomFresh.body.output, /Killed/);
 
     await poolReady(pooled, 1);
     const job = await pooled.request('POST', '/run/async', { prompt: 'run: /bin/sleep 600' });
@@ -207,7 +195,35 @@ describe('a pooled run is a run', () => {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     assert.equal(status, 'cancelled');
-    assert.equal(await metric(pooled, 'berth_pool_hits_total{pool="run"}'), hitsBefore + 3, 'all three ran in pooled engines');
+    assert.equal(await metric(pooled, 'berth_pool_hits_total{pool="run"}'), hitsBefore + 2, 'both ran in pooled engines');
+    assert.deepEqual(await pooled.leftovers(), []);
+  });
+
+  it('out of memory in a pooled engine ends as in a container made for the run: the killed command, or the run killed (500, out of memory)', async () => {
+    const outcome = (response: { status: number; body: Record<string, unknown> }) =>
+      response.status === 200 ? `200 ${String(response.body.output).includes('Killed') ? 'Killed' : String(response.body.output).slice(0, 200)}` : `${response.status} ${JSON.stringify(response.body)}`;
+    // At the default 512m the kernel's OOM killer picks the memory hog, not the engine: the engine reports
+    // the killed command and answers 200.
+    await poolReady(pooled, 1);
+    let hits = await metric(pooled, 'berth_pool_hits_total{pool="run"}');
+    const hog = { prompt: 'run: head -c 3000m /dev/zero | tail' };
+    const [hogPooled, hogFresh] = [await pooled.request('POST', '/run', hog), await fresh.request('POST', '/run', hog)];
+    assert.equal(await metric(pooled, 'berth_pool_hits_total{pool="run"}'), hits + 1, 'the run took a pooled engine');
+    assert.equal(outcome(hogPooled), '200 Killed');
+    assert.equal(outcome(hogFresh), '200 Killed');
+
+    // Five holders of 90 MB each (every one smaller than the engine's own 130 MB or so) fill the 512m
+    // container: the OOM killer takes the biggest process, the engine (PID 1), and the container dies by the
+    // kernel's SIGKILL, which Berth must tell from any other kill in a pooled engine as in a fresh one
+    // (exit-classification.ts).
+    await poolReady(pooled, 1);
+    hits = await metric(pooled, 'berth_pool_hits_total{pool="run"}');
+    const killed = { prompt: 'run: for i in 1 2 3 4 5; do (head -c 90m /dev/zero; sleep 30) | tail -c 91m > /dev/null & done; wait' };
+    const [killedPooled, killedFresh] = [await pooled.request('POST', '/run', killed), await fresh.request('POST', '/run', killed)];
+    assert.equal(await metric(pooled, 'berth_pool_hits_total{pool="run"}'), hits + 1, 'the run took a pooled engine');
+    const expected = `500 ${JSON.stringify({ error: 'run was killed for running out of memory (container.memory 512m); the container was removed', status: 'error' })}`;
+    assert.equal(outcome(killedPooled), expected);
+    assert.equal(outcome(killedFresh), expected);
     assert.deepEqual(await pooled.leftovers(), []);
   });
 
