@@ -28,7 +28,9 @@ export const RUN_PHASES = [
   'start',
   /** From a started container to the engine's first line of output (mostly the engine's own start). */
   'first_output',
-  /** From the first output to the container's exit (the turn itself). */
+  /** From the first output to the engine's result (the turn itself: the model's answers through the gateway, the tools). */
+  'result',
+  /** From the result to the container's exit (from the first output when the engine gave no result). */
   'engine_exit',
   /** The container removed. */
   'remove',
@@ -37,7 +39,7 @@ export const RUN_PHASES = [
 export type RunPhase = (typeof RUN_PHASES)[number];
 
 /** Phases only some runs have: async jobs queue, runs with a compose environment bring up its stack, runs with a workspace take it. */
-export const OPTIONAL_PHASES: ReadonlySet<RunPhase> = new Set(['workspace', 'queue', 'compose_build', 'compose_start', 'compose_healthy']);
+export const OPTIONAL_PHASES: ReadonlySet<RunPhase> = new Set(['workspace', 'queue', 'compose_build', 'compose_start', 'compose_healthy', 'result']);
 
 /** The phases in which a run gets its container: made for it, or taken from the pool. */
 export const CONTAINER_PHASES = { created: ['session', 'create', 'start'], pooled: ['claim'] } as const satisfies Record<string, readonly RunPhase[]>;

@@ -106,7 +106,7 @@ export function createMetrics(): Metrics {
     }),
     runPhaseDuration: new Histogram({
       name: `${PREFIX}run_phase_duration_seconds`,
-      help: 'Time runs spend in each phase (validate, image_check, claim, session, queue, compose_build, compose_start, compose_healthy, create, start, first_output, engine_exit, remove).',
+      help: 'Time runs spend in each phase (validate, image_check, claim, session, queue, compose_build, compose_start, compose_healthy, create, start, first_output, result, engine_exit, remove).',
       labelNames: ['phase'],
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800],
       registers,

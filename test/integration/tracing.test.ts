@@ -104,11 +104,11 @@ describe('tracing', () => {
     }
     const [pooledRun, freshRun] = requests.map(runUnder).sort((a, b) => (phasesUnder(a).has('claim') ? -1 : 1) - (phasesUnder(b).has('claim') ? -1 : 1));
     const pooledPhases = phasesUnder(pooledRun!);
-    for (const phase of ['validate', 'image_check', 'claim', 'first_output', 'engine_exit', 'remove']) {
+    for (const phase of ['validate', 'image_check', 'claim', 'first_output', 'result', 'engine_exit', 'remove']) {
       assert.ok(pooledPhases.has(phase), `phase span ${phase} under the pooled run (have: ${[...pooledPhases].join(', ')})`);
     }
     const freshPhases = phasesUnder(freshRun!);
-    for (const phase of ['validate', 'image_check', 'session', 'create', 'start', 'first_output', 'engine_exit', 'remove']) {
+    for (const phase of ['validate', 'image_check', 'session', 'create', 'start', 'first_output', 'result', 'engine_exit', 'remove']) {
       assert.ok(freshPhases.has(phase), `phase span ${phase} under the fresh run (have: ${[...freshPhases].join(', ')})`);
     }
     assert.ok(spans.some((s) => s.name === 'podman POST /containers/create' && s.parentSpanId === freshRun!.spanId), 'Podman calls under the run');

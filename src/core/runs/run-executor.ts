@@ -248,6 +248,7 @@ export class RunExecutor {
         // The turn is over: nothing in the container has any use for the model or the network any more.
         this.endCredential(context);
         endTurn();
+        if (!phases.has('result')) phases.end('result');
         envelope = event.envelope;
         if (!envelope.isError && hooks?.onResult && !lingerTimer && !stopReason) {
           hooks.onResult({ kind: 'completed', envelope, rawOutput: lines.text() });
