@@ -2,6 +2,7 @@
 // producer to streamEvents, which owns the response from there: headers, `data:` frames, heartbeat
 // comments, an `error` frame when the producer throws, the end of the response in `finally`, and an
 // abort signal for when the client goes away.
+import { once } from 'node:events';
 import type { FastifyReply } from 'fastify';
 import { BerthError, errors } from '../errors.js';
 
@@ -162,4 +163,36 @@ export async function streamEvents(reply: FastifyReply, options: SseOptions, pro
     if (!res.writableEnded) res.end();
     res.off('close', onClose);
   }
+}
+
+/** An event log followed for one client: the events kept after its Last-Event-ID, then live ones, until it ends. */
+export interface FollowedEvents {
+  readonly events: AsyncIterable<{ readonly type: string }>;
+  /** Leaves the subscription (what it follows goes on). */
+  close(): void;
+}
+
+/**
+ * The `/stream` routes' relay: each followed event as a frame (its log id on the `id:` line only, the data
+ * as it always was; `closed` with no data) until the log ends or the client leaves, which ends the
+ * subscription. `waitForDrain`: wait for a slow client after each frame, so that the subscription's bounded
+ * buffer (which drops and says so) fills rather than the socket's; without it the socket's buffer is
+ * bounded by maxBufferedBytes alone.
+ */
+export function relayFollowed(reply: FastifyReply, options: SseOptions, followed: FollowedEvents, relay: { readonly waitForDrain: boolean }): Promise<void> {
+  return streamEvents(reply, options, async (channel) => {
+    const leave = () => followed.close();
+    channel.signal.addEventListener('abort', leave, { once: true });
+    if (channel.signal.aborted) leave();
+    try {
+      for await (const event of followed.events) {
+        const { id, ...data } = event as typeof event & { id?: number };
+        channel.send(event.type === 'closed' ? {} : data, event.type, id);
+        if (relay.waitForDrain && reply.raw.writableNeedDrain) await once(reply.raw, 'drain', { signal: channel.signal }).catch(() => undefined);
+      }
+    } finally {
+      channel.signal.removeEventListener('abort', leave);
+      leave();
+    }
+  });
 }

@@ -83,6 +83,19 @@ function creationError(error: unknown): unknown {
   return errors.runFailed(`the container could not be created: ${translated.message}`);
 }
 
+/** What watch() reads a run's engine through. */
+interface EngineOutput {
+  readonly output: AsyncIterable<OutputChunk>;
+  close(): void;
+  /**
+   * The engine printed its result; `answered`: the caller has its answer already. A pooled engine, whose
+   * prompt came on stdin, exits once its input ends: for an answered run that waits until the other runs'
+   * turns leave a quiet moment, since an engine's exit and its container's clean-up (a Podman process
+   * started by conmon, network and mounts taken down) slowed the next sequential run's turn.
+   */
+  afterResult?(answered: boolean): void;
+}
+
 export class RunExecutor {
   /** Turns in progress, for the tear-downs of answered runs to wait for (turn-gate.ts). */
   private readonly turns = new TurnGate({ quietMs: TEAR_DOWN_QUIET_MS, maxWaitMs: TEAR_DOWN_MAX_WAIT_MS });
@@ -143,14 +156,24 @@ export class RunExecutor {
     const { runtime } = this.deps;
     try {
       return await this.watch(engine.containerId, context, context.plan.container.timeoutMs, async (stopped) => {
+        // Input stays open after the prompt: the engine waits for more instead of exiting at its result, so
+        // its exit (and Podman's clean-up of the container, a process of its own) comes when endInput says.
         engine.attached.stdin.write(`${turnLine(context.plan.prompt)}\n`);
-        engine.attached.stdin.end();
         // Nothing of the turn is read (so nothing answered) before the engine is the run's (see claim()).
         await engine.handedOver;
         context.phases.mark();
         if (stopped()) await runtime.killContainer(engine.containerId);
         context.hooks?.onContainerStarted?.(engine.containerId);
-        return { output: engine.attached.output, close: () => engine.attached.close() };
+        const endInput = () => engine.attached.stdin.end();
+        return {
+          output: engine.attached.output,
+          close: () => engine.attached.close(),
+          afterResult: (answered) => {
+            engine.keepName();
+            if (answered) void this.turns.quiet().then(endInput);
+            else endInput();
+          },
+        };
       });
     } finally {
       await this.cleanUp(context, engine.containerId);
@@ -224,7 +247,7 @@ export class RunExecutor {
     containerId: string,
     context: RunContext,
     timeoutMs: number,
-    open: (stopped: () => boolean) => Promise<{ readonly output: AsyncIterable<OutputChunk>; close(): void }>,
+    open: (stopped: () => boolean) => Promise<EngineOutput>,
   ): Promise<RunOutcome> {
     const { runtime } = this.deps;
     const { signal, hooks, phases } = context;
@@ -254,12 +277,13 @@ export class RunExecutor {
           hooks.onResult({ kind: 'completed', envelope, rawOutput: lines.text() });
           this.answered.add(context.runId);
           lingerTimer = setTimeout(() => stop('lingered'), LINGER_AFTER_RESULT_MS);
-        }
+          attached?.afterResult?.(true);
+        } else attached?.afterResult?.(false);
       }
     };
     const onAbort = () => stop('cancelled');
     signal.addEventListener('abort', onAbort, { once: true });
-    let attached: { close(): void } | undefined;
+    let attached: Pick<EngineOutput, 'close' | 'afterResult'> | undefined;
     // From the engine's start (or a pooled engine's prompt) to its result: what answered runs' tear-downs wait for.
     let endTurn = () => {};
 

@@ -2,13 +2,12 @@
 // the stream handler hands the agent's subscription to the SSE helper.
 import { requestCaller } from '../caller.js';
 import type { FastifyInstance } from 'fastify';
-import { once } from 'node:events';
 import { Type, type Static } from '@sinclair/typebox';
 import type { AgentService } from '../../core/agents/agent-service.js';
 import { AgentSnapshotSchema, AgentSpawnRequestSchema, type AgentSpawnRequest } from '../../core/agents/agent-types.js';
 import { errors } from '../../errors.js';
 import { errorResponses, EXAMPLE_SESSION_ID, SLOT_REFUSALS, withExample } from '../schemas.js';
-import { lastEventIdOf, streamEvents, type SseOptions } from '../sse.js';
+import { lastEventIdOf, relayFollowed, type SseOptions } from '../sse.js';
 
 const EXAMPLE_AGENT_ID = 'agent-1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d';
 const EXAMPLE_SNAPSHOT = {
@@ -162,23 +161,8 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDepend
     async (request, reply) => {
       const afterId = lastEventIdOf(request.headers['last-event-id'], request.query.last_event_id);
       const followed = agents.follow(request.params.id, requestCaller(request), afterId);
-      await streamEvents(reply, deps.sse, async (channel) => {
-        const leave = () => followed.close();
-        channel.signal.addEventListener('abort', leave, { once: true });
-        if (channel.signal.aborted) leave();
-        try {
-          for await (const event of followed.events) {
-            // The id goes on the `id:` line only: the data stays as it always was.
-            const { id, ...data } = event as typeof event & { id?: number };
-            channel.send(event.type === 'closed' ? {} : data, event.type, id);
-            // Wait for a slow client here, so its subscription buffer (not the socket) fills and drops.
-            if (reply.raw.writableNeedDrain) await once(reply.raw, 'drain', { signal: channel.signal }).catch(() => undefined);
-          }
-        } finally {
-          channel.signal.removeEventListener('abort', leave);
-          leave();
-        }
-      });
+      // A slow client is waited for, so that its subscription buffer (not the socket) fills and drops.
+      await relayFollowed(reply, deps.sse, followed, { waitForDrain: true });
     },
   );
 

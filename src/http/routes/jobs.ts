@@ -7,7 +7,7 @@ import { JOB_LIST_DEFAULT_LIMIT, JOB_LIST_MAX_LIMIT, type JobService } from '../
 import { JOB_STATUSES } from '../../core/jobs/job-view.js';
 import { errors } from '../../errors.js';
 import { errorResponses, EXAMPLE_RUN_REQUEST, EXAMPLE_SESSION_ID, RUN_REFUSALS, withExample } from '../schemas.js';
-import { lastEventIdOf, streamEvents, type SseOptions } from '../sse.js';
+import { lastEventIdOf, relayFollowed, type SseOptions } from '../sse.js';
 
 const JobStatusSchema = Type.Union(JOB_STATUSES.map((status) => Type.Literal(status)));
 
@@ -170,21 +170,8 @@ export function registerJobRoutes(app: FastifyInstance, deps: { jobs: JobService
     async (request, reply) => {
       const afterId = lastEventIdOf(request.headers['last-event-id'], request.query.last_event_id);
       const followed = await jobs.follow(request.params.id, requestCaller(request), afterId);
-      await streamEvents(reply, deps.sse, async (channel) => {
-        // A client that leaves ends its subscription (the job goes on).
-        const leave = () => followed.close();
-        channel.signal.addEventListener('abort', leave, { once: true });
-        if (channel.signal.aborted) leave();
-        try {
-          for await (const event of followed.events) {
-            const { id, ...data } = event as typeof event & { id?: number };
-            channel.send(event.type === 'closed' ? {} : data, event.type, id);
-          }
-        } finally {
-          channel.signal.removeEventListener('abort', leave);
-          leave();
-        }
-      });
+      // A client that leaves ends its subscription (the job goes on).
+      await relayFollowed(reply, deps.sse, followed, { waitForDrain: false });
     },
   );
 
