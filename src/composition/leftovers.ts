@@ -21,7 +21,7 @@ export interface LeftoverInputs {
 export async function reclaimLeftovers({ config, runtime, stores, logger, teardown }: LeftoverInputs): Promise<ReadonlySet<string>> {
   const liveRuns = new Set([
     ...(await stores.jobs.withStatus('running')).map((job) => job.runId),
-    ...stores.agents.live().flatMap((agent) => [agent.runId, agent.inputsId]),
+    ...(await stores.agents.live()).flatMap((agent) => [agent.runId, agent.inputsId]),
   ]);
   await reapLeftovers(runtime, config.instanceName, logger, liveRuns);
   // Builds a killed process left: their processes, disks (SERVICE_COMPOSE_BUILD_DISK) and sandboxes.

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, before, describe, it } from 'node:test';
+import { PostgresAgentStore } from '../../src/store/agents/postgres-agent-store.js';
 import { PostgresBlacklist } from '../../src/store/blacklist/postgres-blacklist.js';
 import { PostgresEventLog } from '../../src/store/events/postgres-event-log.js';
 import { PostgresJobStore } from '../../src/store/jobs/postgres-job-store.js';
@@ -16,6 +17,7 @@ import { applyPostgresMigrations } from '../../src/store/postgres/migrate.js';
 import { PostgresGrantStore } from '../../src/store/gateway/postgres-grant-store.js';
 import { PostgresUsageStore } from '../../src/store/usage/postgres-usage-store.js';
 import { PostgresWorkspaceStore } from '../../src/store/workspaces/postgres-workspace-store.js';
+import { T0, agentRecord, agentStoreContract } from '../support/agent-store-contract.js';
 import { blacklistContract } from '../support/blacklist-contract.js';
 import { eventLogContract } from '../support/event-log-contract.js';
 import { jobStoreContract, newJob } from '../support/job-store-contract.js';
@@ -136,6 +138,42 @@ describe('PostgresGrantStore on one database for several nodes', () => {
     await a.remove('run-1');
     assert.deepEqual(await b.all(), [grantRow(2), grantRow(3, { runId: 'run-1', holder: '{"kind":"run"}' })]);
     await assert.rejects(PostgresGrantStore.open(database, ''), /needs the name of the node/);
+    await Promise.all([a.close(), b.close()]);
+  });
+});
+
+const agentsDatabase = freshDatabaseFor('agents');
+agentStoreContract('postgres', {
+  async open() {
+    const database = await agentsDatabase();
+    return closingItsPool(await PostgresAgentStore.open(database, 'node-a'), database);
+  },
+  async reopen() {
+    const database = await agentsDatabase.again();
+    return closingItsPool(await PostgresAgentStore.open(database, 'node-a'), database);
+  },
+});
+
+describe('PostgresAgentStore on one database for several nodes', () => {
+  it('keeps each node\'s agents apart: a node\'s start finds only its own, and forgets only its own', async () => {
+    const database = await agentsDatabase();
+    const [a, b] = await Promise.all([PostgresAgentStore.open(database, 'node-a'), PostgresAgentStore.open(database, 'node-b')]);
+    const exited = { status: 'exited' as const, exitedAt: T0 };
+    await a.insert(agentRecord(1));
+    await a.insert(agentRecord(2, exited));
+    await b.insert(agentRecord(3));
+    await b.insert(agentRecord(4, exited));
+    assert.deepEqual((await a.live()).map((agent) => agent.id), ['agent-1']);
+    assert.deepEqual((await b.exited()).map((agent) => agent.id), ['agent-4']);
+    // Another node's agent is neither updated, removed nor pruned from here.
+    await a.update('agent-3', { status: 'exited', currentTurn: null, turnsCompleted: 0, turnsEnded: 0, exitError: 'not yours', lastActivityAt: T0, exitedAt: T0 });
+    await a.remove('agent-4');
+    assert.equal(await a.removeExitedBefore('2031-01-01T00:00:00.000Z'), 1);
+    assert.deepEqual(await b.live(), [agentRecord(3)]);
+    assert.deepEqual((await b.exited()).map((agent) => agent.id), ['agent-4']);
+    // Ids are unique across nodes: an agent id names one agent in the cluster.
+    await assert.rejects(b.insert(agentRecord(1)));
+    await assert.rejects(PostgresAgentStore.open(database, ''), /needs the name of the node/);
     await Promise.all([a.close(), b.close()]);
   });
 });

@@ -20,6 +20,7 @@ import type { AgentEvent } from './agent-types.js';
 import { IdleWatchdog, type Timers } from './watchdog.js';
 import { findAgentAgain, type RestoreDependencies } from './agent-restore.js';
 import type { AgentRecord, AgentStore } from '../../store/agents/agent-store.js';
+import { OrderedWrites } from '../../store/ordered-writes.js';
 import { RunSlot, type ContainerSlots } from '../containers/container-slots.js';
 import { TurnNotTaken } from '../containers/turns-input.js';
 import { formatDuration } from '../../units.js';
@@ -79,18 +80,21 @@ const NO_FIRST_PROMPT = 'berth: agent spawned without a first prompt';
 export class AgentService {
   private readonly entries = new Map<string, Entry>();
   private readonly watchdog: IdleWatchdog;
+  /** Writes of the agents' durable records, in order per agent. */
+  private readonly writes: OrderedWrites;
   private closed = false;
   /** Shutdown begun: no new turns (503). */
   private refusingTurns = false;
 
   constructor(private readonly deps: AgentServiceDependencies) {
+    this.writes = new OrderedWrites((agentId, what, error) => deps.log.error({ err: error, agentId }, `${what} failed: a restart may find this agent as it was before`));
     this.watchdog = new IdleWatchdog(
       {
         agents: () => [...this.entries.values()].map((entry) => entry.agent),
         stop: (agent, reason) => void this.stopEntry(agent.id, reason),
         forget: (agent) => {
           this.entries.delete(agent.id);
-          this.deps.store?.remove(agent.id);
+          this.writeRecord(agent.id, 'removing the agent\'s record', (store) => store.remove(agent.id));
           this.forgetEvents(agent.id);
           this.reportStatuses();
         },
@@ -158,7 +162,7 @@ export class AgentService {
       maxSubscribers: this.deps.maxSubscribers,
       ...this.recorderOf(agentId),
     });
-    this.deps.store?.insert({
+    const record: AgentRecord = {
       id: agentId,
       owner: caller.owner,
       sessionId: session.sessionId,
@@ -172,7 +176,8 @@ export class AgentService {
       warmUpResults: accepted.pooled?.warmUpResults ?? 0,
       ...agent.progress(),
       createdAt: new Date(agent.createdAtMs).toISOString(),
-    });
+    };
+    this.writeRecord(agentId, 'writing the agent\'s record', (store) => store.insert(record));
     // The agent holds its container slot until its container is gone.
     const ended = container.monitor(agent).finally(() => accepted.slot.release());
     this.entries.set(agentId, { agent, container, ended, owner: caller.owner });
@@ -197,16 +202,16 @@ export class AgentService {
     const { store } = this.deps;
     if (!store) return;
     const now = (this.deps.now ?? Date.now)();
-    store.removeExitedBefore(new Date(now - this.deps.exitedRetentionMs).toISOString());
+    await store.removeExitedBefore(new Date(now - this.deps.exitedRetentionMs).toISOString());
     // Agents that had exited (a graceful stop, their idle timeout) are listed as they ended, until DELETE
     // or the retention passes: a client that comes back learns why its agent is gone.
-    for (const record of store.exited()) {
+    for (const record of await store.exited()) {
       const exited = { reason: record.exitError ?? 'agent: the engine exited', atMs: Date.parse(record.exitedAt ?? record.lastActivityAt) };
       const agent = this.restoredAgent(record, { turnsCompleted: record.turnsCompleted, turnsEnded: record.turnsEnded, currentTurn: undefined, exited }, () => Promise.reject(new Error('the agent has exited')));
       this.entries.set(record.id, { agent, container: undefined, ended: Promise.resolve(), owner: record.owner });
     }
     let resumed = 0;
-    for (const record of store.live()) {
+    for (const record of await store.live()) {
       const found = await findAgentAgain({ container: this.deps.container, sessions: this.deps.sessions, log: this.deps.log }, record).catch(
         (error: unknown) => ({ kind: 'gone' as const, exitError: `agent: it could not be followed again after the restart: ${(error as Error).message}` }),
       );
@@ -346,7 +351,7 @@ export class AgentService {
     if (entry.agent.status === 'exited') {
       await entry.ended;
       this.entries.delete(id);
-      this.deps.store?.remove(id);
+      this.writeRecord(id, 'removing the agent\'s record', (store) => store.remove(id));
       this.forgetEvents(id);
       this.reportStatuses();
       return;
@@ -382,6 +387,8 @@ export class AgentService {
       entry.container?.detach();
     }
     await Promise.allSettled([...this.entries.values()].map((entry) => entry.ended));
+    // The records as they are now are what the next start follows again.
+    await this.writes.flush();
   }
 
   /** Shutdown: no more spawns, every live agent stopped and its container removed. */
@@ -389,6 +396,7 @@ export class AgentService {
     this.closed = true;
     this.watchdog.stop();
     await Promise.allSettled([...this.entries.keys()].map((id) => this.stopEntry(id, EXIT_REASONS.shutdown)));
+    await this.writes.flush();
   }
 
   private stopEntry(id: string, reason: string): Promise<void> {
@@ -432,14 +440,20 @@ export class AgentService {
   private statusChanged(id: string): void {
     const entry = this.entries.get(id);
     if (entry) {
-      try {
-        this.deps.store?.update(id, entry.agent.progress());
-      } catch (error) {
-        // A full disk must not stop the agent; its record is written again at its next change.
-        this.deps.log.error({ err: error, agentId: id }, 'the agent\'s record could not be written');
-      }
+      const progress = entry.agent.progress();
+      this.writeRecord(id, 'updating the agent\'s record', (store) => store.update(id, progress));
     }
     this.reportStatuses();
+  }
+
+  /**
+   * Queues a write of the agent's durable record behind its earlier ones: the agent never waits for the store
+   * (PostgreSQL answers after a round trip). A failed write (a full disk, a lost database) must not stop the
+   * agent: it is logged; the progress is written whole again at the agent's next change.
+   */
+  private writeRecord(id: string, what: string, write: (store: AgentStore) => Promise<void>): void {
+    const { store } = this.deps;
+    if (store) this.writes.add(id, what, () => write(store));
   }
 
   private reportStatuses(): void {

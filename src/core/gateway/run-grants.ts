@@ -13,6 +13,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { parseHostPattern, type EgressPolicy, type HostPattern } from '../../egress-policy.js';
 import type { GrantRow, GrantStore } from '../../store/gateway/grant-store.js';
+import { OrderedWrites } from '../../store/ordered-writes.js';
 import type { Grant, GrantHolder, GrantKind, GrantLookup } from './gateway-types.js';
 
 /** A model request of a run the budgets refused: why (the limit named), and when. */
@@ -47,8 +48,8 @@ export class RunGrants implements GrantLookup {
   private readonly log: NonNullable<RunGrantsOptions['log']>;
   /** Set by detach(): revocations stay in memory, the store keeps every grant for the next start. */
   private detached = false;
-  /** Per run, the end of its queued store writes (removed once the last one settled). */
-  private readonly writes = new Map<string, Promise<void>>();
+  /** The store's writes, queued in order per run. */
+  private readonly writes: OrderedWrites;
 
   /** Grants written through to `store`, starting from `kept` (the rows it holds; see RunGrants.open). */
   constructor(
@@ -58,6 +59,7 @@ export class RunGrants implements GrantLookup {
   ) {
     this.now = options.now ?? Date.now;
     this.log = options.log ?? (() => undefined);
+    this.writes = new OrderedWrites((runId, what, error) => this.log({ err: error, runId }, `${what} failed: the store may be behind this process's grants`));
     for (const row of kept) {
       const grant = grantOfRow(row);
       if (typeof grant === 'string') {
@@ -161,19 +163,13 @@ export class RunGrants implements GrantLookup {
   }
 
   /** Settles once every store write queued so far has (those queued meanwhile included). Never rejects. */
-  async flush(): Promise<void> {
-    while (this.writes.size > 0) await Promise.all(this.writes.values());
+  flush(): Promise<void> {
+    return this.writes.flush();
   }
 
   /** Queues a store write behind the run's earlier ones; a failure is logged, never thrown at the caller. */
   private write(runId: string, what: string, operation: () => Promise<void>): void {
-    const previous = this.writes.get(runId);
-    const done: Promise<void> = (previous === undefined ? operation() : previous.then(operation))
-      .catch((error: unknown) => this.log({ err: error, runId }, `${what} failed: the store may be behind this process's grants`))
-      .finally(() => {
-        if (this.writes.get(runId) === done) this.writes.delete(runId);
-      });
-    this.writes.set(runId, done);
+    this.writes.add(runId, what, operation);
   }
 
   private revokeWhere(revoked: (runId: string, grant: Grant) => boolean): number {

@@ -1,6 +1,7 @@
 // Durable records of persistent agents (core/agents): what a restarted service needs to find each agent's
 // container and session again and to show the same snapshot (id, session, owner, options, timestamps,
-// turn count, status). One implementation, SQLite (sqlite-agent-store.ts).
+// turn count, status). Two implementations: SQLite (sqlite-agent-store.ts) and PostgreSQL
+// (postgres-agent-store.ts, each node's agents apart: a node follows again only the containers on its own Podman).
 
 /** An agent's statuses, the store's and the API's alike (core/agents/agent-types.ts re-exports them). */
 export const AGENT_STATUSES = ['starting', 'idle', 'generating', 'exited'] as const;
@@ -32,15 +33,19 @@ export interface AgentRecord {
 /** What changes over an agent's life. */
 export type AgentProgress = Pick<AgentRecord, 'status' | 'currentTurn' | 'turnsCompleted' | 'turnsEnded' | 'exitError' | 'lastActivityAt' | 'exitedAt'>;
 
+/**
+ * Every call answers a promise (the SQLite file at once, PostgreSQL after a round trip). The agent service
+ * never waits for a write on an agent's path: it queues them in order per agent (store/ordered-writes.ts).
+ */
 export interface AgentStore {
-  insert(record: AgentRecord): void;
-  update(id: string, progress: AgentProgress): void;
-  remove(id: string): void;
+  insert(record: AgentRecord): Promise<void>;
+  update(id: string, progress: AgentProgress): Promise<void>;
+  remove(id: string): Promise<void>;
   /** Agents not exited, oldest first. */
-  live(): AgentRecord[];
+  live(): Promise<AgentRecord[]>;
   /** Exited agents, oldest first. */
-  exited(): AgentRecord[];
+  exited(): Promise<AgentRecord[]>;
   /** Exited agents whose exited_at is older than `cutoff` (ISO 8601) are deleted; returns how many. */
-  removeExitedBefore(cutoff: string): number;
-  close(): void;
+  removeExitedBefore(cutoff: string): Promise<number>;
+  close(): Promise<void>;
 }

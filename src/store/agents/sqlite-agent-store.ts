@@ -1,5 +1,6 @@
 // Agent records in one SQLite file (<SERVICE_DATA_DIR>/agents.db), WAL with full fsync like the job store.
-// Writes are small and synchronous (better-sqlite3): one per status change of an agent.
+// Writes are small and synchronous (better-sqlite3): one per status change of an agent. Its answers are
+// promises (the PostgreSQL store's interface) settled at once: the work is done when a call returns.
 import type Database from 'better-sqlite3';
 import { openDatabase } from '../sqlite.js';
 import type { AgentProgress, AgentRecord, AgentStatus, AgentStore } from './agent-store.js';
@@ -59,7 +60,7 @@ export class SqliteAgentStore implements AgentStore {
     this.db = openDatabase(path, MIGRATIONS);
   }
 
-  insert(record: AgentRecord): void {
+  async insert(record: AgentRecord): Promise<void> {
     this.db
       .prepare(
         `INSERT INTO agents (id, owner, session_id, run_id, inputs_id, container, workdir, persistent, idle_timeout_seconds,
@@ -70,7 +71,7 @@ export class SqliteAgentStore implements AgentStore {
       .run({ ...record, persistent: record.persistent ? 1 : 0, idleTimeoutDisabled: record.idleTimeoutDisabled ? 1 : 0 });
   }
 
-  update(id: string, progress: AgentProgress): void {
+  async update(id: string, progress: AgentProgress): Promise<void> {
     this.db
       .prepare(
         `UPDATE agents SET status = @status, current_turn = @currentTurn, turns_completed = @turnsCompleted, turns_ended = @turnsEnded,
@@ -79,23 +80,23 @@ export class SqliteAgentStore implements AgentStore {
       .run({ id, ...progress });
   }
 
-  remove(id: string): void {
+  async remove(id: string): Promise<void> {
     this.db.prepare('DELETE FROM agents WHERE id = ?').run(id);
   }
 
-  live(): AgentRecord[] {
+  async live(): Promise<AgentRecord[]> {
     return (this.db.prepare(`SELECT * FROM agents WHERE status <> 'exited' ORDER BY created_at, id`).all() as AgentRow[]).map(toRecord);
   }
 
-  exited(): AgentRecord[] {
+  async exited(): Promise<AgentRecord[]> {
     return (this.db.prepare(`SELECT * FROM agents WHERE status = 'exited' ORDER BY created_at, id`).all() as AgentRow[]).map(toRecord);
   }
 
-  removeExitedBefore(cutoff: string): number {
+  async removeExitedBefore(cutoff: string): Promise<number> {
     return this.db.prepare(`DELETE FROM agents WHERE status = 'exited' AND exited_at < ?`).run(cutoff).changes;
   }
 
-  close(): void {
+  async close(): Promise<void> {
     this.db.close();
   }
 }
