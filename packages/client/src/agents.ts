@@ -1,21 +1,13 @@
 // Persistent agents: spawn, list, read, send a turn, stop, and follow their events. events() is an async
-// iterator over GET /agents/{id}/stream that reconnects, with back-off, when the stream drops, until the
-// agent exits, the stream is closed by Berth, or the caller aborts. It reconnects with Last-Event-ID (the
-// id of the last event it yielded), so Berth sends the events sent while it was disconnected first: none
-// is missed or yielded twice, also across a restart of Berth, as long as Berth still keeps them (an
-// `events_lost` event says when it does not).
+// iterator over GET /agents/{id}/stream that reconnects with Last-Event-ID when the stream drops
+// (followed-events.ts), until the agent exits, the stream is closed by Berth, or the caller aborts.
 
 import { answer, type Api } from './api.js';
-import { backoffDelay, delay, type BackoffOptions } from './delay.js';
-import { BerthError, BerthNetworkError } from './errors.js';
-import { readSse } from './sse.js';
+import { followEvents } from './followed-events.js';
 import type { Agent, AgentEvent, AgentEventType, AgentList, CallOptions, SentTurn, SpawnRequest } from './types.js';
 
-/** Waits before reconnecting a dropped event stream: 0.25 s, 0.5 s, … at most 5 s; reset by any event. */
-export const RECONNECT_BACKOFF: BackoffOptions = { initial: 250, max: 5000, jitter: 0.2 };
-
 /** Events after which an agent's stream has nothing more to say. */
-const FINAL_EVENTS: ReadonlySet<AgentEventType> = new Set<AgentEventType>(['exited', 'closed']);
+const FINAL_EVENTS: ReadonlySet<AgentEventType> = new Set<AgentEventType>(['closed', 'exited']);
 
 export interface AgentEventsOptions extends CallOptions {
   /** Reconnect when the stream drops (default true). */
@@ -61,37 +53,16 @@ export class Agents {
   }
 
   /** The agent's events as they happen, until it exits or the stream is closed (see the file's comment). */
-  async *events(id: string, options: AgentEventsOptions = {}): AsyncGenerator<AgentEvent, void, undefined> {
-    const { signal, reconnect = true, onConnect, onReconnect } = options;
-    let lastEventId = options.lastEventId;
-    let failures = 0;
-    for (;;) {
-      let lost: unknown;
-      try {
-        const headers = lastEventId === undefined ? {} : { 'last-event-id': String(lastEventId) };
-        const body = answer(await this.api.GET('/agents/{id}/stream', { params: { path: { id } }, headers, parseAs: 'stream', signal }));
-        onConnect?.();
-        for await (const message of readSse(body)) {
-          const type = (message.event ?? 'message') as AgentEventType;
-          const data = message.data === '' ? {} : (JSON.parse(message.data) as Omit<AgentEvent, 'type'>);
-          failures = 0;
-          // Berth's ids are whole numbers; anything else (a proxy's own stream) is not resumed from.
-          const eventId = message.id !== undefined && /^\d+$/.test(message.id) ? Number(message.id) : undefined;
-          if (eventId !== undefined) lastEventId = eventId;
-          yield { ...data, type, ...(eventId !== undefined ? { id: eventId } : {}) };
-          if (FINAL_EVENTS.has(type)) return;
-        }
-        lost = new BerthNetworkError(`the event stream of agent ${id} ended without closed or exited`);
-      } catch (error) {
-        if (signal?.aborted) throw signal.reason;
-        // Berth refused the stream (unknown agent, no access): reconnecting cannot help.
-        if (error instanceof BerthError) throw error;
-        lost = error instanceof BerthNetworkError ? error : new BerthNetworkError(`the event stream of agent ${id} broke off: ${(error as Error).message}`, { cause: error });
-      }
-      if (!reconnect) throw lost;
-      failures += 1;
-      onReconnect?.(failures, lost);
-      await delay(backoffDelay(failures - 1, RECONNECT_BACKOFF), signal);
-    }
+  events(id: string, options: AgentEventsOptions = {}): AsyncGenerator<AgentEvent, void, undefined> {
+    return followEvents<AgentEvent>(
+      {
+        name: `agent ${id}`,
+        open: async (headers, signal) => answer(await this.api.GET('/agents/{id}/stream', { params: { path: { id } }, headers, parseAs: 'stream', signal })),
+        untypedAs: 'message',
+        final: FINAL_EVENTS,
+        yieldsFinal: true,
+      },
+      options,
+    );
   }
 }

@@ -1,17 +1,20 @@
 // Jobs: listing (a page, or every job through paging), reading, cancelling, waiting for a job to end by
 // polling it with a growing interval, and following its status changes (events(), over GET
-// /jobs/{id}/stream, reconnecting with Last-Event-ID so that none is missed or yielded twice).
+// /jobs/{id}/stream, reconnecting with Last-Event-ID so that none is missed or yielded twice:
+// followed-events.ts).
 
 import { answer, type Api } from './api.js';
 import { backoffDelay, delay } from './delay.js';
-import { BerthError, BerthNetworkError } from './errors.js';
+import { followEvents } from './followed-events.js';
 import { pages } from './paging.js';
-import { readSse } from './sse.js';
 import type { CallOptions, CancelledJob, Job, JobEvent, JobList, JobQuery, JobStatus, JobSummary } from './types.js';
 import type { AgentEventsOptions } from './agents.js';
 
 /** Statuses a job never leaves. */
 export const FINAL_JOB_STATUSES: ReadonlySet<JobStatus> = new Set<JobStatus>(['completed', 'failed', 'crashed', 'cancelled']);
+
+/** The event after which a job's stream has nothing more to say (not yielded: the last status says it all). */
+const JOB_STREAM_END: ReadonlySet<string> = new Set(['closed']);
 
 /** Jobs fetched per request by `all()` unless told otherwise (Berth allows up to 500). */
 const ALL_PAGE_SIZE = 100;
@@ -61,36 +64,17 @@ export class Jobs {
    * The job's statuses as events: its history, then its changes as they happen, until its final status
    * (the iteration then ends). A dropped stream is reconnected, with back-off, with Last-Event-ID.
    */
-  async *events(id: string, options: AgentEventsOptions = {}): AsyncGenerator<JobEvent, void, undefined> {
-    const { signal, reconnect = true, onConnect, onReconnect } = options;
-    let lastEventId = options.lastEventId;
-    let failures = 0;
-    for (;;) {
-      let lost: unknown;
-      try {
-        const headers = lastEventId === undefined ? {} : { 'last-event-id': String(lastEventId) };
-        const body = answer(await this.api.GET('/jobs/{id}/stream', { params: { path: { id } }, headers, parseAs: 'stream', signal }));
-        onConnect?.();
-        for await (const message of readSse(body)) {
-          const data = JSON.parse(message.data === '' ? '{}' : message.data) as Omit<JobEvent, 'type'>;
-          const type = (message.event ?? 'status') as JobEvent['type'];
-          failures = 0;
-          if (type === 'closed') return;
-          const eventId = message.id !== undefined && /^\d+$/.test(message.id) ? Number(message.id) : undefined;
-          if (eventId !== undefined) lastEventId = eventId;
-          yield { ...data, type, ...(eventId !== undefined ? { id: eventId } : {}) };
-        }
-        lost = new BerthNetworkError(`the event stream of job ${id} ended without closed`);
-      } catch (error) {
-        if (signal?.aborted) throw signal.reason;
-        if (error instanceof BerthError) throw error;
-        lost = error instanceof BerthNetworkError ? error : new BerthNetworkError(`the event stream of job ${id} broke off: ${(error as Error).message}`, { cause: error });
-      }
-      if (!reconnect) throw lost;
-      failures += 1;
-      onReconnect?.(failures, lost);
-      await delay(backoffDelay(failures - 1, { initial: 250, max: 5000, jitter: 0.2 }), signal);
-    }
+  events(id: string, options: AgentEventsOptions = {}): AsyncGenerator<JobEvent, void, undefined> {
+    return followEvents<JobEvent>(
+      {
+        name: `job ${id}`,
+        open: async (headers, signal) => answer(await this.api.GET('/jobs/{id}/stream', { params: { path: { id } }, headers, parseAs: 'stream', signal })),
+        untypedAs: 'status',
+        final: JOB_STREAM_END,
+        yieldsFinal: false,
+      },
+      options,
+    );
   }
 
   /** Cancels a pending or running job (409 BerthError when it has already finished). */
