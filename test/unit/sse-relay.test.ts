@@ -47,9 +47,7 @@ before(async () => {
       await relayFollowed(reply, { heartbeatMs: 60_000, maxBufferedBytes: 1024 ** 3 }, current, { waitForDrain });
     });
   }
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  const address = app.server.address();
-  base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  base = await app.listen({ port: 0, host: '127.0.0.1' });
 });
 after(async () => {
   app.server.closeAllConnections();
