@@ -247,7 +247,8 @@ describe('session ids', () => {
   it('like ../../etc or sess-example123 name no session on the paths (404), are a 400 in a run, and touch no file', async () => {
     // The pools' engines have files of their own, made in the background: the listing is taken once both pools
     // are full, when no engine is started until a run claims one (and these requests run nothing). Nothing is
-    // left out of it.
+    // left out of it. The runs before have ended too: an answered run's engine finishes its files after the answer.
+    await t.berth.settled();
     await poolReady(t, t.config.pool.size, 'run');
     await poolReady(t, t.config.pool.agentSize, 'agent');
     const files = () => (readdirSync(sessionsDir(), { recursive: true }) as string[]).sort();

@@ -82,9 +82,14 @@ export interface PooledEngine {
    * and waits for it before it answers. Rejected: the engine must not be used.
    */
   readonly handedOver: Promise<void>;
+  /**
+   * The claimant's turn is over and its container goes soon: it keeps the pool's name instead of taking the
+   * run's (a rename is a Podman call on the CPUs the next run's turn uses, for a name hardly anyone sees).
+   */
+  keepName(): void;
 }
 
-interface Entry extends Omit<PooledEngine, 'handedOver'> {
+interface Entry extends Omit<PooledEngine, 'handedOver' | 'keepName'> {
   readonly createdAtMs: number;
   readonly imageId: string;
   readonly releaseSlot: () => void;
@@ -132,7 +137,7 @@ export class EnginePool {
   private readonly unclaimedSessions = new Set<string>();
   private readonly removals = new Set<Promise<void>>();
   /** Renames of claimed engines waiting for RENAME_AFTER_CLAIM_MS (cancelled at close). */
-  private readonly renames = new Set<NodeJS.Timeout>();
+  private readonly renames = new Map<string, NodeJS.Timeout>();
   /** Whether the last takeFresh() found engines but none fit (stale or dead), for the miss reason. */
   private lastStale = false;
   private closed = false;
@@ -235,23 +240,27 @@ export class EnginePool {
     // From here the caller's slot covers the container.
     entry.releaseSlot();
     this.unclaimed.delete(pooledContainerName(entry.runId));
-    this.renameWhenClaimed(entry);
+    const keepName = this.renameWhenClaimed(entry);
     this.unclaimedSessions.delete(entry.session.sessionId);
     this.deps.observer?.hit(performance.now() - started);
-    return { ...entry, handedOver };
+    return { ...entry, handedOver, keepName };
   }
 
   /** A claimed engine still running after RENAME_AFTER_CLAIM_MS takes its run's or agent's name (a gone one is left alone). */
-  private renameWhenClaimed(entry: Entry): void {
+  private renameWhenClaimed(entry: Entry): () => void {
     const timer = setTimeout(() => {
-      this.renames.delete(timer);
+      this.renames.delete(entry.runId);
       this.deps.runtime.renameContainer(entry.containerId, claimedContainerName(entry.runId)).catch((error: unknown) => {
         // Removed meanwhile (the run ended as the rename came): nothing to name. Otherwise it keeps the pool's name.
         this.deps.log.debug({ err: error, runId: entry.runId }, 'a claimed pooled engine was not renamed');
       });
     }, RENAME_AFTER_CLAIM_MS);
     timer.unref();
-    this.renames.add(timer);
+    this.renames.set(entry.runId, timer);
+    return () => {
+      clearTimeout(timer);
+      this.renames.delete(entry.runId);
+    };
   }
 
   /** Removes a claimed engine that will not run (its run was abandoned). */
@@ -274,7 +283,7 @@ export class EnginePool {
   async close(): Promise<void> {
     this.closed = true;
     this.schedule.close();
-    for (const timer of this.renames) clearTimeout(timer);
+    for (const timer of this.renames.values()) clearTimeout(timer);
     this.renames.clear();
     for (const waiter of this.waiters.splice(0)) waiter(undefined);
     // A start in progress finishes and finds the pool closed: it disposes of what it made.
