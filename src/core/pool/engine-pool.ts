@@ -12,7 +12,9 @@
 // agent it will be, so that a claimed one is named and labelled as a fresh agent's container).
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { POOL_LABEL, type AttachedContainer, type ContainerRuntime } from '../../runtime/container-runtime.js';
+import type { AttachedContainer, Containers } from '../../runtime/ports/containers.js';
+import type { Images } from '../../runtime/ports/images.js';
+import { POOL_LABEL } from '../../runtime/ports/labels.js';
 import type { CpuMeter } from '../../runtime/host-cpu.js';
 import type { RunPlan } from '../run-plan.js';
 import type { PreparedSession, SessionStore } from '../sessions/session-store.js';
@@ -47,7 +49,7 @@ export interface PoolObserver {
 export interface PoolDependencies {
   readonly kind: PoolKind;
   readonly settings: PoolSettings;
-  readonly runtime: ContainerRuntime;
+  readonly runtime: Containers & Pick<Images, 'inspectImage'>;
   readonly sessions: SessionStore;
   readonly container: EngineContainerSettings;
   readonly slots: ContainerSlots;

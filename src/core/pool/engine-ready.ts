@@ -3,7 +3,7 @@
 // stdout until the engine has answered the request and ended the blank turn, so that the run or agent that
 // claims the engine pays only for its own turn. The attach stream has one reader; what was read past the
 // blank turn's result is handed on, and the engine's later result lines are numbered as a fresh engine's.
-import type { AttachedContainer, OutputChunk } from '../../runtime/container-runtime.js';
+import type { AttachedContainer, OutputChunk } from '../../runtime/ports/containers.js';
 import { READY_REQUEST } from '../../engine/stream-json-input.js';
 import { parseEngineLine } from '../../engine/stream-json.js';
 import { WARM_REQUEST, WARM_TURN, WARM_UP_RESULTS, isWarmAnswer } from '../../engine/warm-up.js';

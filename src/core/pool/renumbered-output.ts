@@ -1,7 +1,7 @@
 // A warmed engine's output as a fresh engine's reads (engine/warm-up.ts): its result lines numbered from 0
 // again. Stdout is passed on line by line as lines complete, so a result line is whole when it is
 // renumbered; every other byte, and stderr, goes through untouched and at once.
-import type { OutputChunk } from '../../runtime/container-runtime.js';
+import type { OutputChunk } from '../../runtime/ports/containers.js';
 import { renumberedResult } from '../../engine/warm-up.js';
 
 /**

@@ -4,7 +4,7 @@
 // Left in, the blank turn's result would be taken for the run's own: the run would end its credential at
 // once (the engine's next model request refused) and report the wrong result. This leaves that head out
 // and numbers the later results as the live run saw them; a container made for its run passes unchanged.
-import type { OutputChunk } from '../../runtime/container-runtime.js';
+import type { OutputChunk } from '../../runtime/ports/containers.js';
 import { parseEngineLine } from '../../engine/stream-json.js';
 import { WARM_UP_RESULTS, isWarmAnswer } from '../../engine/warm-up.js';
 import { renumberedOutput } from './renumbered-output.js';
