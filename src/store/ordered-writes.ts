@@ -5,6 +5,9 @@
 // side. A write that fails is reported to `onError` and the queue goes on: the caller's memory is the truth
 // for this process, the store catches up at the key's next write or is corrected at the next start.
 
+/** How long flush() waits by default: well above any healthy database's answer, well below a stop's patience. */
+const DEFAULT_FLUSH_MS = 10_000;
+
 export class OrderedWrites {
   /** Per key, the end of its queued writes (removed once the last one settled). */
   private readonly tails = new Map<string, Promise<void>>();
@@ -26,9 +29,25 @@ export class OrderedWrites {
     this.tails.set(key, done);
   }
 
-  /** Settles once every write queued so far has, and those queued meanwhile. Never rejects. */
-  async flush(): Promise<void> {
-    while (this.tails.size > 0) await Promise.all(this.tails.values());
+  /**
+   * Settles once every write queued so far has, and those queued meanwhile, or once `withinMs` passed (a
+   * database that hangs must not hang a shutdown); answers whether everything was written. Never rejects.
+   */
+  async flush(withinMs = DEFAULT_FLUSH_MS): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<false>((resolve) => {
+      // Not unref'd: a stop waiting on this must not see the process end under it; cleared below either way.
+      timer = setTimeout(() => resolve(false), withinMs);
+    });
+    const drained = (async () => {
+      while (this.tails.size > 0) await Promise.all(this.tails.values());
+      return true as const;
+    })();
+    try {
+      return await Promise.race([drained, expired]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 }
 

@@ -388,7 +388,7 @@ export class AgentService {
     }
     await Promise.allSettled([...this.entries.values()].map((entry) => entry.ended));
     // The records as they are now are what the next start follows again.
-    await this.writes.flush();
+    await this.flushRecords();
   }
 
   /** Shutdown: no more spawns, every live agent stopped and its container removed. */
@@ -396,7 +396,12 @@ export class AgentService {
     this.closed = true;
     this.watchdog.stop();
     await Promise.allSettled([...this.entries.keys()].map((id) => this.stopEntry(id, EXIT_REASONS.shutdown)));
-    await this.writes.flush();
+    await this.flushRecords();
+  }
+
+  /** At a stop: the records' queued writes, waited for 10 s at most (a store that hangs must not hang the stop). */
+  private async flushRecords(): Promise<void> {
+    if (!(await this.writes.flush())) this.deps.log.error('the agent store did not take every write in time: the next start may find some agents as they were before');
   }
 
   private stopEntry(id: string, reason: string): Promise<void> {

@@ -162,9 +162,12 @@ export class RunGrants implements GrantLookup {
     return [...this.digestOfRun.keys()];
   }
 
-  /** Settles once every store write queued so far has (those queued meanwhile included). Never rejects. */
-  flush(): Promise<void> {
-    return this.writes.flush();
+  /**
+   * Settles once every store write queued so far has (those queued meanwhile included), or after 10 s of a
+   * store that does not answer (logged: the next start finds the store as it was). Never rejects.
+   */
+  async flush(): Promise<void> {
+    if (!(await this.writes.flush())) this.log({}, 'the grant store did not take every write in time; the next start revokes what it finds stale');
   }
 
   /** Queues a store write behind the run's earlier ones; a failure is logged, never thrown at the caller. */
