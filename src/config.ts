@@ -1,6 +1,6 @@
 // Every SERVICE_* variable, read once at start into one typed, frozen object.
 // An invalid value stops the start with a message that names the variable.
-import { availableParallelism } from 'node:os';
+import { availableParallelism, hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { isIP } from 'node:net';
 import { readFileSync } from 'node:fs';
@@ -242,6 +242,20 @@ export interface Config {
     readonly blacklistBoltPath: string;
     readonly blacklistCleanupIntervalMs: number;
   };
+  /**
+   * Where the stores live and which node this is (issue 26, docs/design/postgres-store.md). database undefined:
+   * the embedded SQLite files under SERVICE_DATA_DIR, one node, exactly as before.
+   */
+  readonly cluster: {
+    /** SERVICE_DATABASE_URL: a postgres:// URL shared by every node; undefined: embedded SQLite. */
+    readonly databaseUrl: string | undefined;
+    /** SERVICE_NODE_NAME: this node among those sharing the database (grants and agents are kept per node). */
+    readonly nodeName: string;
+    /** SERVICE_NODE_URL: how the other nodes reach this one's API. */
+    readonly nodeUrl: string;
+    /** SERVICE_NODE_LEASE: how long a node's registration lives without a heartbeat (sent every third of it). */
+    readonly nodeLeaseMs: number;
+  };
   readonly rateLimit: {
     readonly enabled: boolean;
     readonly rps: number;
@@ -312,6 +326,51 @@ function tracingEndpoint(endpoint: string | undefined, insecure: boolean): strin
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError('SERVICE_TRACING_ENDPOINT', `"${endpoint}" must be an http(s) URL`);
   return endpoint;
+}
+
+const NODE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
+
+/**
+ * SERVICE_DATABASE_URL and this node's identity. The node name defaults to `<host name>-<instance name>`:
+ * unique across hosts (the host name) and among the instances of one host (which must differ already, their
+ * containers are told apart by it). The node URL defaults to SERVICE_ADDRESS as http://, with a wildcard
+ * address replaced by the host name (other nodes cannot reach 0.0.0.0).
+ */
+function clusterSettings(read: Reader): Config['cluster'] {
+  const databaseUrl = read.optional('SERVICE_DATABASE_URL');
+  if (databaseUrl !== undefined) {
+    let url: URL | undefined;
+    try {
+      url = new URL(databaseUrl);
+    } catch {
+      url = undefined;
+    }
+    // The value is never echoed: it may hold a password.
+    if (url === undefined || (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:')) {
+      throw new ConfigError('SERVICE_DATABASE_URL', 'is not a postgres:// or postgresql:// URL (for example postgres://berth:secret@db.example:5432/berth)');
+    }
+    if (url.pathname.length <= 1) throw new ConfigError('SERVICE_DATABASE_URL', 'names no database (postgres://user:password@host:port/<database>)');
+  }
+  const instanceName = read.string('SERVICE_INSTANCE_NAME', 'default');
+  const host = hostname().split('.')[0]!.replace(/[^A-Za-z0-9_.-]/g, '-') || 'localhost';
+  const nodeName = read.string('SERVICE_NODE_NAME', `${host}-${instanceName}`.slice(0, 63));
+  if (!NODE_NAME.test(nodeName)) throw new ConfigError('SERVICE_NODE_NAME', `"${nodeName}" must be 1-63 letters, digits, '.', '_' or '-'`);
+  const address = read.hostPort('SERVICE_ADDRESS', '127.0.0.1:8080');
+  const reachableHost = address.host === '0.0.0.0' || address.host === '::' ? hostname() : address.host.includes(':') ? `[${address.host}]` : address.host;
+  const nodeUrl = read.string('SERVICE_NODE_URL', `http://${reachableHost}:${address.port}`);
+  let parsedNodeUrl: URL | undefined;
+  try {
+    parsedNodeUrl = new URL(nodeUrl);
+  } catch {
+    parsedNodeUrl = undefined;
+  }
+  if (parsedNodeUrl === undefined || (parsedNodeUrl.protocol !== 'http:' && parsedNodeUrl.protocol !== 'https:')) {
+    throw new ConfigError('SERVICE_NODE_URL', `"${nodeUrl}" is not an http(s) URL (for example http://node-1.internal:8080)`);
+  }
+  const nodeLeaseMs = read.duration('SERVICE_NODE_LEASE', '15s');
+  // Heartbeats go every third of the lease: below 3 s a busy database or event loop would lose it.
+  if (nodeLeaseMs < 3_000) throw new ConfigError('SERVICE_NODE_LEASE', `"${read.optional('SERVICE_NODE_LEASE')}" is below the minimum of 3s`);
+  return { databaseUrl, nodeName, nodeUrl: nodeUrl.replace(/\/+$/, ''), nodeLeaseMs };
 }
 
 /** Why a JWT secret is guessable, or undefined (kept for callers of the older name). */
@@ -633,6 +692,7 @@ export function loadConfig(env: Env = process.env): Config {
       blacklistBoltPath: read.absolutePath('SERVICE_AUTH_BLACKLIST_BOLT_PATH', resolve(dataDir, 'blacklist.db')),
       blacklistCleanupIntervalMs: read.duration('SERVICE_AUTH_BLACKLIST_CLEANUP_INTERVAL', '1h'),
     },
+    cluster: clusterSettings(read),
     rateLimit: {
       enabled: read.bool('SERVICE_RATE_LIMIT_ENABLED', true),
       rps: read.number('SERVICE_RATE_LIMIT_RPS', 10, 0.001),

@@ -1,0 +1,49 @@
+// The registry of the nodes sharing one database (issue 26): each node holds its name by a lease that it
+// renews. Times are the database's clock (now()), never a node's: nodes whose clocks differ still agree on
+// who holds a lease and when it lapses.
+
+/** One node's row. */
+export interface NodeRecord {
+  readonly name: string;
+  /** How the other nodes reach its API (SERVICE_NODE_URL). */
+  readonly url: string;
+  /** Berth's version on that node. */
+  readonly version: string;
+  /** When the holding process registered (ISO 8601). */
+  readonly startedAt: string;
+  /** Its last heartbeat (ISO 8601). */
+  readonly heartbeatAt: string;
+  /** When its lease lapses without another heartbeat (ISO 8601). */
+  readonly expiresAt: string;
+  /** When it stopped and released its lease (ISO 8601); null while it runs, or once it is lost. */
+  readonly releasedAt: string | null;
+}
+
+export interface NodeIdentity {
+  readonly name: string;
+  readonly url: string;
+  readonly version: string;
+}
+
+/** What claiming a name answered. */
+export type NodeClaim =
+  | { readonly claimed: true; readonly node: NodeRecord }
+  /** Another process holds the name and its lease is live: `holder` is its row. */
+  | { readonly claimed: false; readonly holder: NodeRecord };
+
+export interface NodeStore {
+  /**
+   * Takes `identity.name` for the process `holder` with a lease of `leaseMs`: a name never seen, released, or
+   * whose lease has lapsed is taken; a live one is not.
+   */
+  claim(identity: NodeIdentity, holder: string, leaseMs: number): Promise<NodeClaim>;
+  /** Renews the lease of `name` held by `holder`; null when that process no longer holds it. */
+  heartbeat(name: string, holder: string, leaseMs: number): Promise<NodeRecord | null>;
+  /** Releases the lease of `name` held by `holder` (the row stays, released); false when it did not hold it. */
+  release(name: string, holder: string): Promise<boolean>;
+  /** Nodes whose lease lapsed without a release: lost, their work to be taken over. */
+  expired(): Promise<NodeRecord[]>;
+  /** Every node ever registered, by name. */
+  list(): Promise<NodeRecord[]>;
+  close(): Promise<void>;
+}
