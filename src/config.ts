@@ -354,7 +354,10 @@ function clusterSettings(read: Reader): Config['cluster'] {
   const instanceName = read.string('SERVICE_INSTANCE_NAME', 'default');
   const host = hostname().split('.')[0]!.replace(/[^A-Za-z0-9_.-]/g, '-') || 'localhost';
   const nodeName = read.string('SERVICE_NODE_NAME', `${host}-${instanceName}`.slice(0, 63));
-  if (!NODE_NAME.test(nodeName)) throw new ConfigError('SERVICE_NODE_NAME', `"${nodeName}" must be 1-63 letters, digits, '.', '_' or '-'`);
+  // The default is checked with SERVICE_INSTANCE_NAME (the host name's part is made of allowed characters).
+  if (read.optional('SERVICE_NODE_NAME') !== undefined && !NODE_NAME.test(nodeName)) {
+    throw new ConfigError('SERVICE_NODE_NAME', `"${nodeName}" must be 1-63 letters, digits, '.', '_' or '-'`);
+  }
   const address = read.hostPort('SERVICE_ADDRESS', '127.0.0.1:8080');
   const reachableHost = address.host === '0.0.0.0' || address.host === '::' ? hostname() : address.host.includes(':') ? `[${address.host}]` : address.host;
   const nodeUrl = read.string('SERVICE_NODE_URL', `http://${reachableHost}:${address.port}`);

@@ -17,10 +17,11 @@ import { stopWork } from './core/shutdown.js';
 import type { WorkspaceService } from './core/workspaces/workspace-service.js';
 import type { PodmanRuntime } from './runtime/podman/podman-runtime.js';
 import { stopBuilds } from './runtime/podman/rootless-build.js';
-import type { SqliteUsageStore } from './store/usage/sqlite-usage-store.js';
+import type { UsageStore } from './store/usage/usage-store.js';
 import { buildAgentServices } from './composition/agent-services.js';
 import { buildApiServices } from './composition/api-services.js';
 import { buildAuth } from './composition/auth.js';
+import { exposeNodeLease, openDatabase } from './composition/database.js';
 import { buildEngineContainers } from './composition/engine-containers.js';
 import { buildGateway } from './composition/gateway.js';
 import { buildHttp, listen } from './composition/http.js';
@@ -49,7 +50,7 @@ export interface RunningBerth {
   /** The per-run credentials the gateway admits. */
   readonly grants: RunGrants;
   /** What the gateway recorded (model requests, egress decisions). */
-  readonly usage: SqliteUsageStore;
+  readonly usage: UsageStore;
   /** Resolves once every run answered before its end (at its result) has also ended: container removed, transcript kept. */
   settled(): Promise<void>;
   stop(): Promise<void>;
@@ -78,16 +79,21 @@ export async function startBerth(configured: Config, logger: Logger, hooks: Bert
     await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
     const base = { config, logger, teardown };
 
+    // The shared database and this node's lease first (SERVICE_DATABASE_URL; undefined: the SQLite files): a
+    // node refused its name touches nothing, and the pool is released after every store.
+    const shared = await openDatabase(base);
+    const database = shared?.database;
     const { podman, runtime, agentNetwork } = await buildRuntime({ ...base, rootful });
-    const stores = openStores(base);
+    const stores = await openStores({ ...base, database });
     const liveRuns = await reclaimLeftovers({ ...base, runtime, stores });
-    const { noDisks, sessions, workspaces, workspaceDisks } = await buildStorage({ ...base, liveRuns });
-    const { engineAccess, access, grants } = await buildModelAccess({ ...base, runtime, liveRuns });
+    const { noDisks, sessions, workspaces, workspaceDisks } = await buildStorage({ ...base, database, liveRuns });
+    const { engineAccess, access, grants } = await buildModelAccess({ ...base, database, runtime, liveRuns });
     const { metrics, url: metricsUrl } = await startMetrics(base);
+    if (shared) exposeNodeLease(metrics.registry, shared.node);
     const gateway = await buildGateway({
       ...base, rootful, podman, runtime, agentNetwork, access, grants, usage: stores.usage, metrics, resolveOverride: hooks.egressResolveOverride,
     });
-    const auth = buildAuth(base);
+    const auth = await buildAuth({ ...base, database });
 
     const shutdown = new AbortController();
     const containers = await buildEngineContainers({ ...base, rootful, runtime, agentNetwork, liveRuns, noDisks, sessions, engineAccess, grants, gateway, metrics });
@@ -119,7 +125,7 @@ export async function startBerth(configured: Config, logger: Logger, hooks: Bert
 
     const services = await buildApiServices({
       ...base, runtime, engineAccess, auth, runs, jobs, agents, sessions, workspaces, workspaceDisks, containers,
-      gateway: { url: gateway.url, grants }, usage: stores.usage, metrics,
+      gateway: { url: gateway.url, grants }, usage: stores.usage, nodeLease: shared?.node, metrics,
     });
     const app = await buildHttp({ ...base, services });
     const url = await listen(app, config.address);

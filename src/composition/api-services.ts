@@ -24,7 +24,7 @@ import { StreamLimit, type SseOptions } from '../http/sse.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { ContainerRuntime } from '../runtime/container-runtime.js';
 import { TREE_DIR, VIEW_SUFFIX, type WorkspaceDisks } from '../runtime/workspace-disks.js';
-import type { SqliteUsageStore } from '../store/usage/sqlite-usage-store.js';
+import type { UsageStore } from '../store/usage/usage-store.js';
 import { checkoutCommit, versionInfo } from '../version.js';
 import type { EngineContainers } from './engine-containers.js';
 import type { Teardown } from './teardown.js';
@@ -43,7 +43,9 @@ export interface ApiServiceInputs {
   readonly workspaceDisks: WorkspaceDisks | undefined;
   readonly containers: Pick<EngineContainers, 'settings' | 'slots' | 'stacks' | 'imageProbe'>;
   readonly gateway: { readonly url: string; readonly grants: RunGrants };
-  readonly usage: SqliteUsageStore;
+  readonly usage: UsageStore;
+  /** This node's lease on the shared database; undefined without SERVICE_DATABASE_URL. */
+  readonly nodeLease: { readonly registered: boolean } | undefined;
   readonly metrics: Metrics;
   readonly logger: Logger;
   readonly teardown: Teardown;
@@ -64,7 +66,7 @@ export async function buildApiServices(inputs: ApiServiceInputs): Promise<RouteS
   return {
     auth: inputs.auth,
     metrics,
-    status: new SystemStatus(config, runtime, inputs.engineAccess),
+    status: new SystemStatus(config, runtime, inputs.engineAccess, { name: config.cluster.nodeName, lease: inputs.nodeLease }),
     version: versionInfo({ engineImage: config.agent.engineImage, agentImage: config.agent.image }, await checkoutCommit(join(import.meta.dirname, '..', '..'))),
     runs: inputs.runs,
     jobs: inputs.jobs,

@@ -14,7 +14,7 @@ import type { Metrics } from '../metrics/metrics.js';
 import { GRANT_LABEL, INSTANCE_LABEL, RUN_LABEL, STACK_INSTANCE_LABEL, type ContainerRuntime } from '../runtime/container-runtime.js';
 import { NetworkIsolation } from '../runtime/podman/network-isolation.js';
 import type { PodmanRuntime } from '../runtime/podman/podman-runtime.js';
-import type { SqliteUsageStore } from '../store/usage/sqlite-usage-store.js';
+import type { UsageStore } from '../store/usage/usage-store.js';
 import type { AgentNetwork } from './runtime.js';
 import type { Teardown } from './teardown.js';
 
@@ -30,7 +30,7 @@ export interface GatewayInputs {
   /** The engine's access decided at start, and the per-run credentials the gateway admits. */
   readonly access: EngineAccessState;
   readonly grants: RunGrants;
-  readonly usage: SqliteUsageStore;
+  readonly usage: UsageStore;
   readonly metrics: Metrics;
   /** Tests only: host name → address the egress proxy connects to, without the internal-address check. */
   readonly resolveOverride: ReadonlyMap<string, string> | undefined;

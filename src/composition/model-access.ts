@@ -9,11 +9,16 @@ import { EngineAccess, type EngineAccessState } from '../core/engine-access.js';
 import { RunGrants } from '../core/gateway/run-grants.js';
 import { startOfflineModel } from '../offline-model/server.js';
 import { STACK_INSTANCE_LABEL, STACK_LABEL, type ContainerRuntime } from '../runtime/container-runtime.js';
+import type { GrantStore } from '../store/gateway/grant-store.js';
+import { PostgresGrantStore } from '../store/gateway/postgres-grant-store.js';
 import { SqliteGrantStore } from '../store/gateway/sqlite-grant-store.js';
+import type { PostgresDatabase } from '../store/postgres/database.js';
 import type { Teardown } from './teardown.js';
 
 export interface ModelAccessInputs {
   readonly config: Config;
+  /** The shared database (SERVICE_DATABASE_URL): the grants are kept there, this node's apart; undefined: grants.db. */
+  readonly database: PostgresDatabase | undefined;
   readonly runtime: ContainerRuntime;
   /** Runs a previous process left that are followed again: their credentials are kept. */
   readonly liveRuns: ReadonlySet<string>;
@@ -28,7 +33,7 @@ export interface ModelAccess {
   readonly grants: RunGrants;
 }
 
-export async function buildModelAccess({ config, runtime, liveRuns, logger, teardown }: ModelAccessInputs): Promise<ModelAccess> {
+export async function buildModelAccess({ config, database, runtime, liveRuns, logger, teardown }: ModelAccessInputs): Promise<ModelAccess> {
   const engineAccess = new EngineAccess(config, runtime, async ({ host, apiKey }) =>
     startOfflineModel({
       host,
@@ -41,8 +46,8 @@ export async function buildModelAccess({ config, runtime, liveRuns, logger, tear
   const access = await engineAccess.init();
   logger.info({ mode: access.mode }, access.message);
   // Those of runs that outlive a restart (jobs still running, live agents) are kept; every other one is revoked.
-  const grantStore = new SqliteGrantStore(join(config.dataDir, 'grants.db'));
-  teardown.release(async () => grantStore.close());
+  const grantStore: GrantStore = database ? await PostgresGrantStore.open(database, config.cluster.nodeName) : new SqliteGrantStore(join(config.dataDir, 'grants.db'));
+  teardown.release(() => grantStore.close());
   const grants = await RunGrants.open(grantStore, { log: (details, message) => logger.warn(details, message) });
   // Released before the store: the writes still queued reach it before it closes.
   teardown.release(() => grants.flush());

@@ -9,11 +9,16 @@ import { WORKSPACES_NEED_ROOT, WorkspaceService } from '../core/workspaces/works
 import { LoopDisks, unshareMountsBelow } from '../runtime/run-disk.js';
 import { SpareWorkspaceDisks } from '../runtime/spare-workspace-disks.js';
 import { WorkspaceDisks, workspaceInodes } from '../runtime/workspace-disks.js';
+import type { PostgresDatabase } from '../store/postgres/database.js';
+import { PostgresWorkspaceStore } from '../store/workspaces/postgres-workspace-store.js';
 import { SqliteWorkspaceStore } from '../store/workspaces/sqlite-workspace-store.js';
+import type { WorkspaceStore } from '../store/workspaces/workspace-store.js';
 import type { Teardown } from './teardown.js';
 
 export interface StorageInputs {
   readonly config: Config;
+  /** The shared database (SERVICE_DATABASE_URL) holding the workspaces' index; undefined: workspaces.db. */
+  readonly database: PostgresDatabase | undefined;
   /** Runs a previous process left that are followed again: their directories stay. */
   readonly liveRuns: ReadonlySet<string>;
   readonly logger: Logger;
@@ -30,7 +35,7 @@ export interface Storage {
   readonly workspaceDisks: WorkspaceDisks | undefined;
 }
 
-export async function buildStorage({ config, liveRuns, logger, teardown }: StorageInputs): Promise<Storage> {
+export async function buildStorage({ config, database, liveRuns, logger, teardown }: StorageInputs): Promise<Storage> {
   const noDisks = await LoopDisks.unavailable();
   if (noDisks !== undefined) logger.warn({ reason: noDisks }, 'container.disk is not enforced: runs, compose stacks and builds write to the host\'s disk without a limit (SERVICE_COMPOSE_STACK_DISK and SERVICE_COMPOSE_BUILD_DISK neither)');
   const sessions = new SessionStore(config.agent.sessionsDir, config.agent.sessionsHostDir, {
@@ -44,7 +49,7 @@ export async function buildStorage({ config, liveRuns, logger, teardown }: Stora
   if (noDisks === undefined) teardown.release(() => unshareMountsBelow(join(sessions.dir, '.runs')));
 
   // The workspaces' index and disks are reconciled before anything uses them; unused ones are swept every minute.
-  const workspaceStore = new SqliteWorkspaceStore(join(config.dataDir, 'workspaces.db'));
+  const workspaceStore: WorkspaceStore = database ? await PostgresWorkspaceStore.open(database) : new SqliteWorkspaceStore(join(config.dataDir, 'workspaces.db'));
   teardown.release(async () => workspaceStore.close());
   const fileOwner = { uid: config.agent.usernsBase + config.workspaces.fileOwnerUid, gid: config.agent.usernsBase + config.workspaces.fileOwnerUid };
   const workspaceDisks =
@@ -67,6 +72,7 @@ export async function buildStorage({ config, liveRuns, logger, teardown }: Stora
     store: workspaceStore,
     disks: spareDisks,
     unavailableReason: noDisks === undefined ? WORKSPACES_NEED_ROOT : `${WORKSPACES_NEED_ROOT}: ${noDisks}`,
+    sharedIndex: database !== undefined,
     settings: { ...config.workspaces, fileOwner },
     log: (details, message) => logger.warn(details, message),
   });

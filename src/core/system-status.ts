@@ -12,17 +12,27 @@ export interface Health {
   readonly status: 'ok' | 'degraded';
   readonly name: string;
   readonly version: string;
+  /** SERVICE_NODE_NAME: which node answered (behind a load balancer, one of several). */
+  readonly node?: string;
   readonly components: readonly { readonly name: string; readonly status: ComponentStatus }[];
 }
 
 /** What the status reads of the configuration: the version it reports, and where the engine's credential is. */
 export type StatusSettings = Pick<Config, 'version'> & { readonly engine: Pick<Config['engine'], 'credentialsFile' | 'credentialsSecret'> };
 
+/** This node: its name, and with a shared database its lease (core/cluster/node-registry.ts). */
+export interface NodeHealth {
+  readonly name: string;
+  /** undefined: no shared database (one node, no lease). */
+  readonly lease: { readonly registered: boolean } | undefined;
+}
+
 export class SystemStatus {
   constructor(
     private readonly config: StatusSettings,
     private readonly runtime: Reachable & Pick<Secrets, 'listSecrets' | 'secretExists'>,
     private readonly engineAccess: EngineAccess,
+    private readonly node?: NodeHealth,
   ) {}
 
   async health(): Promise<Health> {
@@ -36,10 +46,12 @@ export class SystemStatus {
       { name: 'container-runtime', status: runtime },
       { name: 'engine-credentials-file', status: file },
       { name: 'engine-credentials-secret', status: secret },
+      // With a shared database: a node that lost its lease is degraded, so a load balancer's check takes it out.
+      ...(this.node?.lease ? [{ name: 'node-lease', status: this.node.lease.registered ? ('ok' as const) : ('unavailable' as const) }] : []),
     ];
     // Degraded without a model to forward to: no credential, or the configured secret gone since the start.
-    const degraded = runtime !== 'ok' || state.mode === 'not-configured' || secret === 'unavailable' || file === 'unavailable';
-    return { status: degraded ? 'degraded' : 'ok', name: 'berth', version: this.config.version, components };
+    const degraded = runtime !== 'ok' || state.mode === 'not-configured' || secret === 'unavailable' || file === 'unavailable' || this.node?.lease?.registered === false;
+    return { status: degraded ? 'degraded' : 'ok', name: 'berth', version: this.config.version, ...(this.node ? { node: this.node.name } : {}), components };
   }
 
   engineStatus(): { configured: boolean; message: string } {

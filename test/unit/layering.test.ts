@@ -45,6 +45,8 @@ export const CORE_ORDER: readonly string[] = [
   'run-request.ts',
   'compose-file',
   'run-plan.ts',
+  // This node's registration on a shared database: nothing of core below it.
+  'cluster',
   'auth',
   'events',
   'webhooks',

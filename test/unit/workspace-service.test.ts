@@ -45,7 +45,7 @@ class FakeDisks implements WorkspaceDiskPort {
   async remove(id: string) {
     await rm(join(this.dir, id), { recursive: true, force: true });
   }
-  async list() {
+  async list(): Promise<string[]> {
     return [];
   }
 }
@@ -232,6 +232,34 @@ describe('TTL', () => {
     assert.equal((await service.get('alice', leased.id)).in_use, true);
     assert.equal((await service.get('bob', recent.id)).id, recent.id);
     await lease.release();
+  });
+});
+
+describe('an index shared by several nodes (SERVICE_DATABASE_URL)', () => {
+  /** A node's disks: directories of its own, listed as they are. */
+  class NodeDisks extends FakeDisks {
+    override async list() {
+      const { readdir } = await import('node:fs/promises');
+      return readdir(this.dir);
+    }
+  }
+
+  it('a node neither drops at start nor sweeps a workspace whose disk is on another node; the owner node sweeps it', async () => {
+    const index = new SqliteWorkspaceStore(':memory:');
+    const [dirA, dirB] = [join(root, 'node-a'), join(root, 'node-b')];
+    await mkdir(dirA, { recursive: true });
+    await mkdir(dirB, { recursive: true });
+    const nodeA = build({ store: index, disks: new NodeDisks(dirA), sharedIndex: true });
+    const onA = await nodeA.create('alice');
+    const nodeB = build({ store: index, disks: new NodeDisks(dirB), sharedIndex: true });
+    await nodeB.init();
+    assert.equal((await nodeB.get('alice', onA.id)).id, onA.id, 'node B\'s start kept node A\'s workspace in the index');
+    now += 8 * DAY;
+    await nodeB.sweep(now);
+    assert.equal((await nodeA.get('alice', onA.id)).id, onA.id, 'node B\'s sweep left it');
+    await nodeA.sweep(now);
+    assert.equal(await status(nodeA.get('alice', onA.id)), 404, 'node A, which holds its disk, swept it');
+    index.close();
   });
 });
 

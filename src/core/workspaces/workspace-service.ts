@@ -82,6 +82,12 @@ export interface WorkspaceServiceOptions {
   readonly disks: WorkspaceDiskPort | undefined;
   /** Why there are no disks (shown in the 503). */
   readonly unavailableReason?: string;
+  /**
+   * The index is shared by several nodes (SERVICE_DATABASE_URL), each with its workspaces' disks on its own
+   * host: a record without a disk here may be another node's, so this node neither drops such records at
+   * start nor sweeps them (the node holding the disk does).
+   */
+  readonly sharedIndex?: boolean;
   readonly settings: WorkspaceSettings;
   readonly log?: (details: object, message: string) => void;
   readonly now?: () => number;
@@ -138,7 +144,7 @@ export class WorkspaceService {
     const known = new Set(await this.store.ids());
     const present = new Set(await disks.list());
     for (const id of known) {
-      if (present.has(id)) continue;
+      if (present.has(id) || this.options.sharedIndex) continue;
       this.options.log?.({ workspace: id }, 'workspace has no disk (removed outside Berth?): dropped from the index');
       await this.store.delete(id);
     }
@@ -324,7 +330,10 @@ export class WorkspaceService {
 
   async sweep(nowMs: number): Promise<void> {
     if (!this.available) return;
-    const stale = await this.store.unusedSince(new Date(nowMs - this.settings.ttlMs).toISOString());
+    const unused = await this.store.unusedSince(new Date(nowMs - this.settings.ttlMs).toISOString());
+    // With a shared index, only the workspaces whose disks are on this node.
+    const here = this.options.sharedIndex && this.options.disks ? new Set(await this.options.disks.list()) : undefined;
+    const stale = here ? unused.filter((record) => here.has(record.id)) : unused;
     for (const record of stale) {
       if (this.leases.has(record.id) || (this.writers.get(record.id) ?? 0) > 0 || this.deleting.has(record.id)) continue;
       await this.remove(record.id).then(

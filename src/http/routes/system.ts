@@ -9,9 +9,10 @@ const HealthSchema = Type.Object({
   status: Type.String({ description: 'ok, or degraded when a component is not ok' }),
   name: Type.String({ description: 'berth' }),
   version: Type.String({ description: '<major>.<minor>.<patch>-alpha' }),
+  node: Type.Optional(Type.String({ description: 'The node that answered (SERVICE_NODE_NAME); several nodes may share one database behind a load balancer' })),
   components: Type.Array(
     Type.Object({
-      name: Type.String({ description: 'container-runtime, engine-credentials-file or engine-credentials-secret' }),
+      name: Type.String({ description: 'container-runtime, engine-credentials-file, engine-credentials-secret, or node-lease (with SERVICE_DATABASE_URL: unavailable once this node lost its lease)' }),
       status: Type.String({ description: 'ok, unavailable or not_configured' }),
     }),
   ),
@@ -40,6 +41,7 @@ export function registerSystemRoutes(app: FastifyInstance, deps: { status: Syste
             status: 'ok',
             name: 'berth',
             version: '0.1.0-alpha',
+            node: 'host-1-default',
             components: [
               { name: 'container-runtime', status: 'ok' },
               { name: 'engine-credentials-file', status: 'not_configured' },

@@ -10,6 +10,11 @@ export interface CreateBlacklistOptions {
   readonly now?: () => number;
   /** Called when a cleanup pass fails (the blacklist stays usable; the next pass retries). */
   readonly onCleanupError?: (error: unknown) => void;
+  /**
+   * A backend the caller opened (the shared PostgreSQL one, with SERVICE_DATABASE_URL), used instead of the
+   * configured SERVICE_AUTH_BLACKLIST_BACKEND: nodes sharing a database must share their blacklist.
+   */
+  readonly backend?: TokenBlacklist;
 }
 
 type BlacklistConfig = Pick<Config['auth'], 'blacklistBackend' | 'blacklistBoltPath' | 'blacklistCleanupIntervalMs'>;
@@ -17,7 +22,7 @@ type BlacklistConfig = Pick<Config['auth'], 'blacklistBackend' | 'blacklistBoltP
 export function createBlacklist(config: BlacklistConfig, options: CreateBlacklistOptions = {}): TokenBlacklist {
   const now = options.now ?? Date.now;
   const backend: TokenBlacklist =
-    config.blacklistBackend === 'bolt' ? new SqliteBlacklist(config.blacklistBoltPath) : new MemoryBlacklist();
+    options.backend ?? (config.blacklistBackend === 'bolt' ? new SqliteBlacklist(config.blacklistBoltPath) : new MemoryBlacklist());
 
   let running = false;
   const timer = setInterval(() => {
