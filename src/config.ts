@@ -360,6 +360,10 @@ function clusterSettings(read: Reader): Config['cluster'] {
   }
   const address = read.hostPort('SERVICE_ADDRESS', '127.0.0.1:8080');
   const reachableHost = address.host === '0.0.0.0' || address.host === '::' ? hostname() : address.host.includes(':') ? `[${address.host}]` : address.host;
+  // Port 0 (any free port) is known only once listening: other nodes could not be told where this one is.
+  if (databaseUrl !== undefined && address.port === 0 && read.optional('SERVICE_NODE_URL') === undefined) {
+    throw new ConfigError('SERVICE_NODE_URL', 'cannot be derived from SERVICE_ADDRESS with port 0 (any free port); set it, or a fixed port, with SERVICE_DATABASE_URL');
+  }
   const nodeUrl = read.string('SERVICE_NODE_URL', `http://${reachableHost}:${address.port}`);
   let parsedNodeUrl: URL | undefined;
   try {

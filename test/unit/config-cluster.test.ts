@@ -57,6 +57,7 @@ describe('cluster configuration', () => {
     [{ SERVICE_NODE_NAME: 'x'.repeat(64) }, 'SERVICE_NODE_NAME', /1-63/],
     [{ SERVICE_NODE_URL: 'node-1:8080' }, 'SERVICE_NODE_URL', /http\(s\) URL/],
     [{ SERVICE_NODE_URL: 'ftp://node-1/' }, 'SERVICE_NODE_URL', /http\(s\) URL/],
+    [{ SERVICE_DATABASE_URL: 'postgres://berth:hunter2secret@db:5432/berth', SERVICE_ADDRESS: '127.0.0.1:0' }, 'SERVICE_NODE_URL', /port 0/],
     [{ SERVICE_NODE_LEASE: 'soon' }, 'SERVICE_NODE_LEASE', /duration/],
     [{ SERVICE_NODE_LEASE: '2s' }, 'SERVICE_NODE_LEASE', /minimum of 3s/],
   ] as const) {
