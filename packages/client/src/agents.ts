@@ -3,25 +3,14 @@
 // (followed-events.ts), until the agent exits, the stream is closed by Berth, or the caller aborts.
 
 import { answer, type Api } from './api.js';
-import { followEvents } from './followed-events.js';
+import { followEvents, type FollowOptions } from './followed-events.js';
 import type { Agent, AgentEvent, AgentEventType, AgentList, CallOptions, SentTurn, SpawnRequest } from './types.js';
 
 /** Events after which an agent's stream has nothing more to say. */
 const FINAL_EVENTS: ReadonlySet<AgentEventType> = new Set<AgentEventType>(['closed', 'exited']);
 
-export interface AgentEventsOptions extends CallOptions {
-  /** Reconnect when the stream drops (default true). */
-  reconnect?: boolean;
-  /** Called each time the stream is open (first connection and every reconnection): events flow from here on. */
-  onConnect?: () => void;
-  /** Called before each reconnection attempt, with why the stream was lost. */
-  onReconnect?: (attempt: number, reason: unknown) => void;
-  /**
-   * Resume after this event id (one a previous iteration yielded, kept by the caller): the first connection
-   * already asks for what followed it. `0`: every event Berth keeps. Default: live events from now on.
-   */
-  lastEventId?: number;
-}
+/** How agents.events (and jobs.events) follow a stream: reconnection and where to resume. */
+export interface AgentEventsOptions extends FollowOptions {}
 
 export class Agents {
   constructor(private readonly api: Api) {}

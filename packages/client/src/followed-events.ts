@@ -7,7 +7,22 @@
 import { backoffDelay, delay, type BackoffOptions } from './delay.js';
 import { BerthError, BerthNetworkError } from './errors.js';
 import { readSse } from './sse.js';
-import type { AgentEventsOptions } from './agents.js';
+import type { CallOptions } from './types.js';
+
+/** Reconnection and resumption of a followed event stream. */
+export interface FollowOptions extends CallOptions {
+  /** Reconnect when the stream drops (default true). */
+  reconnect?: boolean;
+  /** Called each time the stream is open (first connection and every reconnection): events flow from here on. */
+  onConnect?: () => void;
+  /** Called before each reconnection attempt, with why the stream was lost. */
+  onReconnect?: (attempt: number, reason: unknown) => void;
+  /**
+   * Resume after this event id (one a previous iteration yielded, kept by the caller): the first connection
+   * already asks for what followed it. `0`: every event Berth keeps. Default: live events from now on.
+   */
+  lastEventId?: number;
+}
 
 /** Waits before reconnecting a dropped event stream: 0.25 s, 0.5 s, … at most 5 s; reset by any event. */
 export const RECONNECT_BACKOFF: BackoffOptions = { initial: 250, max: 5000, jitter: 0.2 };
@@ -26,7 +41,7 @@ export interface FollowedLog {
   readonly yieldsFinal: boolean;
 }
 
-export async function* followEvents<E extends { readonly type: string }>(log: FollowedLog, options: AgentEventsOptions): AsyncGenerator<E, void, undefined> {
+export async function* followEvents<E extends { readonly type: string }>(log: FollowedLog, options: FollowOptions): AsyncGenerator<E, void, undefined> {
   const { signal, reconnect = true, onConnect, onReconnect } = options;
   let lastEventId = options.lastEventId;
   let failures = 0;

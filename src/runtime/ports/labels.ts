@@ -4,7 +4,8 @@
 export const RUN_LABEL = 'berth.run';
 /**
  * On an engine the pool pre-started (core/pool), its pool's kind (`run` or `agent`); kept after a claim
- * (labels cannot change), when the container's name says it is a run's (`berth-run-…`, not `berth-pool-…`).
+ * (labels cannot change), when the container's name says it is a run's or an agent's (`berth-run-…`,
+ * `berth-agent-…`, not `berth-pool-…`).
  */
 export const POOL_LABEL = 'berth.pool';
 export const PROBE_LABEL = 'berth.probe';
