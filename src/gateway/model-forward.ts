@@ -281,6 +281,7 @@ export function modelForwarder(options: ModelForwardOptions): ModelForwarder {
         },
         (error: unknown) => {
           // Unknown totals are no permission: the request is refused, the engine may retry it.
+          metrics.gatewayRequests.inc({ outcome: 'budget_unavailable' });
           log({ runId: holder.runId, err: error }, 'gateway: model request refused: its budgets could not be read from the usage store');
           request.resume();
           writeApiError(response, 503, 'api_error', BUDGETS_UNAVAILABLE);

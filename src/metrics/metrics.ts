@@ -15,7 +15,7 @@ export type AuthFailureReason =
   | 'blacklist_unavailable';
 
 /** What became of a request to the model gateway (src/gateway/). */
-export type GatewayOutcome = 'forwarded' | 'refused_credential' | 'refused_budget' | 'upstream_error';
+export type GatewayOutcome = 'forwarded' | 'refused_credential' | 'refused_budget' | 'budget_unavailable' | 'upstream_error';
 /** The token counts of a model answer, as the Messages API names them (without the `_tokens` suffixes). */
 export type ModelTokenKind = 'input' | 'output' | 'cache_creation' | 'cache_read';
 
@@ -24,7 +24,7 @@ export const AUTH_FAILURE_REASONS: readonly AuthFailureReason[] = [
   'token_required', 'invalid_token', 'token_expired', 'token_blacklisted', 'invalid_api_token', 'blacklist_unavailable',
 ];
 
-export const GATEWAY_OUTCOMES: readonly GatewayOutcome[] = ['forwarded', 'refused_credential', 'refused_budget', 'upstream_error'];
+export const GATEWAY_OUTCOMES: readonly GatewayOutcome[] = ['forwarded', 'refused_credential', 'refused_budget', 'budget_unavailable', 'upstream_error'];
 export const MODEL_TOKEN_KINDS: readonly ModelTokenKind[] = ['input', 'output', 'cache_creation', 'cache_read'];
 
 export interface Metrics {
@@ -195,7 +195,7 @@ export function createMetrics(): Metrics {
     }),
     gatewayRequests: new Counter({
       name: `${PREFIX}gateway_requests_total`,
-      help: 'Model requests that reached the model gateway, by outcome (forwarded, refused_credential, refused_budget, upstream_error).',
+      help: 'Model requests that reached the model gateway, by outcome (forwarded, refused_credential, refused_budget, budget_unavailable, upstream_error).',
       labelNames: ['outcome'],
       registers,
     }),

@@ -180,6 +180,7 @@ describe('with an API key upstream', () => {
     assert.equal(upstream.seen.length, 0);
     assert.equal(gateway.usage.requests.length, 0);
     assert.ok(gateway.logs.some((entry) => entry.message.includes('could not be read from the usage store')));
+    assert.equal(await gateway.count('gatewayRequests', 'budget_unavailable'), 1);
   });
 
   it('records a non-streaming answer: model, tokens, cost from the price table, status, overhead', async () => {
