@@ -1,6 +1,6 @@
 // Berth's durable state: async jobs, persistent agents, the replayable event log, and what the model gateway
 // records. Each store in its own SQLite database under SERVICE_DATA_DIR, or, with SERVICE_DATABASE_URL, in the
-// shared PostgreSQL database (the agents opened for this node: each node follows its own).
+// shared PostgreSQL database (jobs and agents opened for this node: each node's start follows again its own).
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
@@ -36,7 +36,7 @@ export interface StoresInputs {
 
 export async function openStores({ config, database, logger, teardown }: StoresInputs): Promise<Stores> {
   const file = (name: string) => join(config.dataDir, name);
-  const jobs: JobStore = database ? await PostgresJobStore.open(database) : new SqliteJobStore(file('jobs.db'));
+  const jobs: JobStore = database ? await PostgresJobStore.open(database, config.cluster.nodeName) : new SqliteJobStore(file('jobs.db'));
   teardown.release(() => jobs.close());
   const agents: AgentStore = database ? await PostgresAgentStore.open(database, config.cluster.nodeName) : new SqliteAgentStore(file('agents.db'));
   teardown.release(() => agents.close());

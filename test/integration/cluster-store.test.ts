@@ -41,6 +41,8 @@ describe('two nodes on one PostgreSQL database', () => {
   let address: PostgresDatabaseAddress;
   let a: TestBerth | undefined;
   let b: TestBerth | undefined;
+  let token: string;
+  let jobId: string;
 
   const ports = new Map<string, number>();
   const nodeEnv = (name: string) => ({
@@ -71,6 +73,14 @@ describe('two nodes on one PostgreSQL database', () => {
     address = await server.createDatabase('cluster');
     for (const name of ['node-a', 'node-b']) ports.set(name, await freePort());
     a = await startTestBerth(nodeEnv('node-a'));
+    // Node B starts while node A runs a job: B's start-up must neither crash it (its container is not on B's
+    // Podman) nor run it again.
+    const issued = await a.request('POST', '/auth/token', { client_id: 'alice-laptop' }, bearer(ALICE));
+    assert.equal(issued.status, 200, JSON.stringify(issued.body));
+    token = issued.body.access_token as string;
+    const submitted = await a.request('POST', '/run/async', { prompt: 'say: submitted on node a' }, bearer(token));
+    assert.equal(submitted.status, 200, JSON.stringify(submitted.body));
+    jobId = submitted.body.job_id as string;
     b = await startTestBerth(nodeEnv('node-b'));
   });
 
@@ -104,14 +114,7 @@ describe('two nodes on one PostgreSQL database', () => {
     ], 'the refused start left node A\'s registration alone');
   });
 
-  test('a job submitted on node A is read through node B, its end included; a workspace created on A is listed on B; a token logged out on A is refused by B', async () => {
-    const issued = await a!.request('POST', '/auth/token', { client_id: 'alice-laptop' }, bearer(ALICE));
-    assert.equal(issued.status, 200, JSON.stringify(issued.body));
-    const token = issued.body.access_token as string;
-
-    const submitted = await a!.request('POST', '/run/async', { prompt: 'say: submitted on node a' }, bearer(token));
-    assert.equal(submitted.status, 200, JSON.stringify(submitted.body));
-    const jobId = submitted.body.job_id as string;
+  test('a job submitted on node A (before node B started) is read through node B and completes once; a workspace created on A is listed on B; a token logged out on A is refused by B', async () => {
     const seenOnB = await b!.request('GET', `/jobs/${jobId}`, undefined, bearer(token));
     assert.equal(seenOnB.status, 200, JSON.stringify(seenOnB.body));
     assert.equal(seenOnB.body.id ?? seenOnB.body.job_id, jobId);

@@ -83,7 +83,7 @@ function closingItsPool<S extends { close(): unknown }>(store: S, database: Post
 const jobsDatabase = freshDatabaseFor('jobs');
 jobStoreContract('postgres', async () => {
   const database = await jobsDatabase();
-  return closingItsPool(await PostgresJobStore.open(database), database);
+  return closingItsPool(await PostgresJobStore.open(database, 'node-a'), database);
 });
 const blacklistDatabase = freshDatabaseFor('blacklist');
 blacklistContract('postgres', async () => {
@@ -279,14 +279,14 @@ describe('PostgreSQL stores shared by several nodes', () => {
 
   async function twoNodes() {
     const address = await server.createDatabase('nodes');
-    const open = async (database: PostgresDatabase) => {
+    const open = async (database: PostgresDatabase, node = 'node-a') => {
       const [jobs, blacklist, workspaces, events] = await Promise.all([
-        PostgresJobStore.open(database), PostgresBlacklist.open(database), PostgresWorkspaceStore.open(database), PostgresEventLog.open(database, retention),
+        PostgresJobStore.open(database, node), PostgresBlacklist.open(database), PostgresWorkspaceStore.open(database), PostgresEventLog.open(database, retention),
       ]);
       return { database, jobs, blacklist, workspaces, events };
     };
     // Both nodes open all their stores at once: the migrations serialize on the advisory lock.
-    const [a, b] = await Promise.all([open(connect(address)), open(connect(address))]);
+    const [a, b] = await Promise.all([open(connect(address), 'node-a'), open(connect(address), 'node-b')]);
     return { address, a: a!, b: b!, open };
   }
 
@@ -303,6 +303,23 @@ describe('PostgreSQL stores shared by several nodes', () => {
     const second = await b.events.append('agent:y', 'output', { n: 2 }, 1_001);
     assert.ok(second.id > first.id, 'ids grow across nodes');
     assert.deepEqual((await b.events.after('agent:x', 0)).events, [first]);
+  });
+
+  it('every node reads and changes every job; a node\'s start-up lists (withStatus, pendingWebhooks) only the jobs it accepted', async () => {
+    const { a, b } = await twoNodes();
+    await a.jobs.insert(newJob(1));
+    await a.jobs.insert(newJob(2));
+    await b.jobs.insert(newJob(3));
+    await a.jobs.transition('job-2', ['pending'], { status: 'running' }, T1);
+    assert.deepEqual((await a.jobs.withStatus('pending')).map((job) => job.id), ['job-1']);
+    assert.deepEqual((await b.jobs.withStatus('pending')).map((job) => job.id), ['job-3'], 'node B would not run node A\'s pending job again');
+    assert.deepEqual((await b.jobs.withStatus('running')).map((job) => job.id), [], 'nor crash its running one');
+    assert.equal((await b.jobs.transition('job-1', ['pending'], { status: 'cancelled' }, T1))?.status, 'cancelled', 'but changes it when asked');
+    assert.equal((await b.jobs.get('job-2'))?.status, 'running');
+    await a.jobs.insert(newJob(4, { webhookUrl: 'https://example.com/hook' }));
+    await b.jobs.transition('job-4', ['pending'], { status: 'completed' }, T1);
+    assert.deepEqual((await a.jobs.pendingWebhooks()).map((job) => job.id), ['job-4'], 'node A delivers the webhook of the job it accepted');
+    assert.deepEqual(await b.jobs.pendingWebhooks(), [], 'node B does not deliver it a second time');
   });
 
   it('of nodes claiming one pending job at once, exactly one wins', async () => {
@@ -356,7 +373,7 @@ describe('PostgreSQL stores shared by several nodes', () => {
     assert.equal((await restarted.workspaces.get(workspaceRecord(1).id))?.owner, 'caller-a');
     assert.deepEqual((await restarted.events.after('job:job-1', 0)).events, [event]);
     assert.ok((await restarted.events.append('job:job-1', 'status', {}, 2_000)).id > event.id);
-    assert.deepEqual(await b.database.query("SELECT store FROM schema_migrations ORDER BY store"), [
+    assert.deepEqual(await b.database.query("SELECT DISTINCT store FROM schema_migrations ORDER BY store"), [
       { store: 'blacklist' }, { store: 'events' }, { store: 'jobs' }, { store: 'workspaces' },
     ]);
   });

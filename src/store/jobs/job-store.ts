@@ -102,9 +102,9 @@ export interface JobStore {
    * finished_at and, when the job has a webhook_url, marks its webhook `pending` in the same write.
    */
   transition(id: string, from: readonly JobStatus[], change: JobChange, at: string): Promise<Job | undefined>;
-  /** Jobs in one status, oldest first. */
+  /** This node's jobs in one status, oldest first (one node: every job; on PostgreSQL: those it accepted). */
   withStatus(status: JobStatus): Promise<Job[]>;
-  /** Finished jobs whose webhook delivery has not ended, oldest first. */
+  /** This node's finished jobs whose webhook delivery has not ended, oldest first. */
   pendingWebhooks(): Promise<Job[]>;
   setWebhookState(id: string, state: WebhookState): Promise<void>;
   countByStatus(): Promise<Record<JobStatus, number>>;

@@ -56,19 +56,27 @@ function toJob(row: JobRow): Job {
 }
 
 export class PostgresJobStore implements JobStore {
-  private constructor(private readonly db: StoreQueries) {}
+  private constructor(
+    private readonly db: StoreQueries,
+    /** The node this store serves: its inserts are this node's jobs, withStatus and pendingWebhooks answer only them. */
+    private readonly node: string,
+  ) {}
 
-  /** Applies the store's pending migrations to the shared database, then answers the store. */
-  static async open(database: PostgresDatabase): Promise<PostgresJobStore> {
+  /**
+   * Applies the store's pending migrations to the shared database, then answers the store for `node`: every
+   * node reads and changes every job (GET /jobs/{id} answers on any node), but a node's start follows again,
+   * crashes or re-queues only the jobs it accepted, and resumes only their webhook deliveries.
+   */
+  static async open(database: PostgresDatabase, node: string): Promise<PostgresJobStore> {
     await applyPostgresMigrations(database, 'jobs', MIGRATIONS);
-    return new PostgresJobStore(new StoreQueries(database, 'jobs'));
+    return new PostgresJobStore(new StoreQueries(database, 'jobs'), node);
   }
 
   async insert(job: NewJob): Promise<Job> {
     const [row] = await this.db.query<JobRow>(
-      `INSERT INTO jobs (id, status, session_id, run_id, webhook_url, request, owner, created_at, updated_at)
-       VALUES ($1, 'pending', $2, $3, $4, $5, $6, $7, $7) RETURNING ${COLUMNS}`,
-      [job.id, job.sessionId, job.runId, job.webhookUrl, JSON.stringify(job.request), job.owner, job.createdAt],
+      `INSERT INTO jobs (id, status, session_id, run_id, webhook_url, request, owner, created_at, updated_at, node)
+       VALUES ($1, 'pending', $2, $3, $4, $5, $6, $7, $7, $8) RETURNING ${COLUMNS}`,
+      [job.id, job.sessionId, job.runId, job.webhookUrl, JSON.stringify(job.request), job.owner, job.createdAt, this.node],
     );
     return toJob(row!);
   }
@@ -110,11 +118,11 @@ export class PostgresJobStore implements JobStore {
   }
 
   async withStatus(status: JobStatus): Promise<Job[]> {
-    return (await this.db.query<JobRow>(`SELECT ${COLUMNS} FROM jobs WHERE status = $1 ORDER BY seq`, [status])).map(toJob);
+    return (await this.db.query<JobRow>(`SELECT ${COLUMNS} FROM jobs WHERE node = $2 AND status = $1 ORDER BY seq`, [status, this.node])).map(toJob);
   }
 
   async pendingWebhooks(): Promise<Job[]> {
-    return (await this.db.query<JobRow>(`SELECT ${COLUMNS} FROM jobs WHERE webhook_state = 'pending' ORDER BY seq`)).map(toJob);
+    return (await this.db.query<JobRow>(`SELECT ${COLUMNS} FROM jobs WHERE node = $1 AND webhook_state = 'pending' ORDER BY seq`, [this.node])).map(toJob);
   }
 
   async setWebhookState(id: string, state: WebhookState): Promise<void> {
