@@ -4,6 +4,9 @@
 // never its password), closed last of the stores; then this node registers under SERVICE_NODE_NAME and holds
 // its lease (core/cluster/node-registry.ts) until the stop releases it.
 import { Gauge, type Registry } from 'prom-client';
+import { randomUUID } from 'node:crypto';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { NodeRegistry } from '../core/cluster/node-registry.js';
@@ -57,7 +60,8 @@ export async function openDatabase({ config, logger, teardown }: { readonly conf
   }
   const nodes = await PostgresNodeStore.open(database);
   teardown.release(() => nodes.close());
-  const node = await NodeRegistry.register(nodes, { name: nodeName, url: nodeUrl, version: config.version }, {
+  const dataId = await dataDirectoryId(config.dataDir);
+  const node = await NodeRegistry.register(nodes, { name: nodeName, dataId, url: nodeUrl, version: config.version }, {
     leaseMs: nodeLeaseMs,
     onHeartbeatError: (error) => logger.error({ err: error, node: nodeName }, 'the node\'s heartbeat failed'),
   });
@@ -65,6 +69,23 @@ export async function openDatabase({ config, logger, teardown }: { readonly conf
   teardown.release(() => node.deregister());
   logger.info({ node: nodeName, url: nodeUrl, database: where, leaseSeconds: nodeLeaseMs / 1000 }, 'registered as a node of the shared database');
   return { database, node };
+}
+
+/**
+ * The id of this node's data directory (`node-id` in it, made at the first start): a restart on the same
+ * directory is the same node, and takes its name back even within the lease of the process before.
+ */
+async function dataDirectoryId(dataDir: string): Promise<string> {
+  const file = join(dataDir, 'node-id');
+  try {
+    const kept = (await readFile(file, 'utf8')).trim();
+    if (/^[0-9a-f-]{36}$/.test(kept)) return kept;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  const made = randomUUID();
+  await writeFile(file, `${made}\n`, { mode: 0o600 });
+  return made;
 }
 
 /**

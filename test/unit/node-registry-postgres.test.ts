@@ -4,6 +4,7 @@
 // whose heartbeats stop is found by expiredNodes() once its lease lapses, and its name can then be taken over,
 // after which the old process can neither renew nor release it. Each test has a database of its own.
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { NodeNameTakenError, NodeRegistry } from '../../src/core/cluster/node-registry.js';
@@ -33,7 +34,8 @@ async function twoNodes(): Promise<[PostgresNodeStore, PostgresNodeStore]> {
   return Promise.all([PostgresNodeStore.open(a), PostgresNodeStore.open(b)]);
 }
 
-const identity = (name: string) => ({ name, url: `http://${name}.internal:8080`, version: '9.9.9' });
+/** A node's identity; each call another data directory unless `dataId` says which. */
+const identity = (name: string, dataId: string = randomUUID()) => ({ name, dataId, url: `http://${name}.internal:8080`, version: '9.9.9' });
 const errors: Error[] = [];
 const options = (leaseMs: number) => ({ leaseMs, onHeartbeatError: (error: Error) => errors.push(error) });
 
@@ -77,7 +79,7 @@ describe('node registry on PostgreSQL', () => {
     const first = await NodeRegistry.register(storeA, identity('same'), options(15_000));
     await assert.rejects(
       NodeRegistry.register(storeB, { ...identity('same'), url: 'http://other:8080' }, options(15_000)),
-      (error: unknown) => error instanceof NodeNameTakenError && /node name "same" is held by another live node \(http:\/\/same\.internal:8080/.test(error.message) && /SERVICE_NODE_NAME/.test(error.message),
+      (error: unknown) => error instanceof NodeNameTakenError && /node name "same" is held by another live node, on another data directory \(http:\/\/same\.internal:8080/.test(error.message) && /SERVICE_NODE_NAME/.test(error.message),
     );
     assert.equal((await storeA.list())[0]?.url, 'http://same.internal:8080', 'the refused node changed nothing');
     await first.deregister();
@@ -87,6 +89,26 @@ describe('node registry on PostgreSQL', () => {
     // The first process's release comes late (after the second took the name): it must not free the second's lease.
     assert.equal(await storeA.release('same', 'some-other-holder'), false);
     await second.deregister();
+  });
+
+  it('a restart on the same data directory takes its live name back at once; the process before then finds its lease gone', async () => {
+    const [storeA, storeB] = await twoNodes();
+    const dataId = randomUUID();
+    const before = await NodeRegistry.register(storeA, identity('restarted', dataId), options(15_000));
+    // kill -9 and a start again within the lease: the same data directory, a new process.
+    const after = await NodeRegistry.register(storeB, { ...identity('restarted', dataId), url: 'http://restarted.internal:9090' }, options(15_000));
+    const [row] = await storeA.list();
+    assert.equal(row?.url, 'http://restarted.internal:9090');
+    assert.equal(row?.releasedAt, null);
+    errors.length = 0;
+    await (before as unknown as { heartbeat(): Promise<void> }).heartbeat();
+    assert.equal(before.registered, false, 'the process before, were it still running, no longer holds the name');
+    assert.match(errors[0]?.message ?? '', /lost its lease/);
+    await before.deregister();
+    assert.equal((await storeA.list())[0]?.releasedAt, null, 'its late release left the restarted process\'s lease alone');
+    await assert.rejects(NodeRegistry.register(storeA, identity('restarted'), options(15_000)), NodeNameTakenError, 'another data directory is still refused');
+    await after.deregister();
+    errors.length = 0;
   });
 
   it('of processes claiming one name at once, exactly one gets it', async () => {

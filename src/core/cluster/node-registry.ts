@@ -1,7 +1,9 @@
 // This node's place among the nodes sharing one database (issue 26): at start it registers under its name and
 // holds a lease (expires_at = now + lease, on the database's clock), renewed by a heartbeat every third of
-// the lease, and released at stop. A name whose lease another process holds is refused: two processes under
-// one name would each take the other's grants and agents for their own. expiredNodes() lists the nodes
+// the lease, and released at stop. A name whose live lease is held from another data directory is refused: two
+// nodes under one name would each take the other's grants, agents and jobs for their own. A restart on the
+// same data directory (after a crash, within the lease) takes the name back at once, and the process before,
+// should it still run, finds its lease gone at its next heartbeat. expiredNodes() lists the nodes
 // whose lease lapsed without a release (lost), for whoever takes their work over.
 import { randomUUID } from 'node:crypto';
 import type { NodeIdentity, NodeRecord, NodeStore } from '../../store/nodes/node-store.js';
@@ -9,7 +11,7 @@ import type { NodeIdentity, NodeRecord, NodeStore } from '../../store/nodes/node
 export class NodeNameTakenError extends Error {
   constructor(readonly holder: NodeRecord) {
     super(
-      `node name "${holder.name}" is held by another live node (${holder.url}, started ${holder.startedAt}, lease until ${holder.expiresAt}): ` +
+      `node name "${holder.name}" is held by another live node, on another data directory (${holder.url}, started ${holder.startedAt}, lease until ${holder.expiresAt}): ` +
         'set a different SERVICE_NODE_NAME, or stop that node (a node that crashed frees its name when its lease lapses)',
     );
     this.name = 'NodeNameTakenError';

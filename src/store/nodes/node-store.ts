@@ -21,6 +21,11 @@ export interface NodeRecord {
 
 export interface NodeIdentity {
   readonly name: string;
+  /**
+   * The id kept in the node's data directory: a process starting on the same directory (a restart, after a
+   * crash too) takes the name back even while the lease of the process before is live.
+   */
+  readonly dataId: string;
   readonly url: string;
   readonly version: string;
 }
@@ -33,8 +38,9 @@ export type NodeClaim =
 
 export interface NodeStore {
   /**
-   * Takes `identity.name` for the process `holder` with a lease of `leaseMs`: a name never seen, released, or
-   * whose lease has lapsed is taken; a live one is not.
+   * Takes `identity.name` for the process `holder` with a lease of `leaseMs`: a name never seen, released,
+   * whose lease has lapsed, or last held on the same data directory (`dataId`) is taken; a live one of
+   * another data directory is not.
    */
   claim(identity: NodeIdentity, holder: string, leaseMs: number): Promise<NodeClaim>;
   /** Renews the lease of `name` held by `holder`; null when that process no longer holds it. */

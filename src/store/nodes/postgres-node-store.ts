@@ -44,13 +44,14 @@ export class PostgresNodeStore implements NodeStore {
 
   async claim(identity: NodeIdentity, holder: string, leaseMs: number): Promise<NodeClaim> {
     const [taken] = await this.db.query<NodeRow>(
-      `INSERT INTO nodes (name, url, version, holder, started_at, heartbeat_at, expires_at)
-       VALUES ($1, $2, $3, $4, now(), now(), ${LEASE_END('$5')})
+      `INSERT INTO nodes (name, url, version, holder, data_id, started_at, heartbeat_at, expires_at)
+       VALUES ($1, $2, $3, $4, $6, now(), now(), ${LEASE_END('$5')})
        ON CONFLICT (name) DO UPDATE SET url = excluded.url, version = excluded.version, holder = excluded.holder,
-         started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at, expires_at = excluded.expires_at, released_at = NULL
-       WHERE nodes.released_at IS NOT NULL OR nodes.expires_at <= now()
+         data_id = excluded.data_id, started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at,
+         expires_at = excluded.expires_at, released_at = NULL
+       WHERE nodes.released_at IS NOT NULL OR nodes.expires_at <= now() OR nodes.data_id = excluded.data_id
        RETURNING ${COLUMNS}`,
-      [identity.name, identity.url, identity.version, holder, Math.ceil(leaseMs)],
+      [identity.name, identity.url, identity.version, holder, Math.ceil(leaseMs), identity.dataId],
     );
     if (taken) return { claimed: true, node: toRecord(taken) };
     const [held] = await this.db.query<NodeRow>(`SELECT ${COLUMNS} FROM nodes WHERE name = $1`, [identity.name]);
