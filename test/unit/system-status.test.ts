@@ -28,3 +28,27 @@ test('leaves out the offline model\'s key, the engine credential and every other
 test('leaves out names no request could use', async () => {
   assert.deepEqual(await statusOver(['.hidden', '-dash', 'ok_1'], 'berth-engine-credentials').secretNames(), ['ok_1']);
 });
+
+/** A status whose runtime and engine access are fine, for the node's part of GET /health. */
+function healthyStatus(node?: ConstructorParameters<typeof SystemStatus>[3]): SystemStatus {
+  const config = { version: '1.2.3-alpha', engine: { credentialsSecret: 'berth-engine-credentials' } } as unknown as Config;
+  const runtime = { listSecrets: async () => [], ping: async () => undefined, secretExists: async () => true };
+  const engineAccess = { status: () => ({ mode: 'offline', message: 'offline model' }) } as unknown as EngineAccess;
+  return new SystemStatus(config, runtime as never, engineAccess, node);
+}
+
+test('GET /health names the node; with a shared database its lease is a component, and a lost lease degrades the health', async () => {
+  const single = await healthyStatus({ name: 'host-default', lease: undefined }).health();
+  assert.equal(single.node, 'host-default');
+  assert.equal(single.status, 'ok', JSON.stringify(single));
+  assert.equal(single.components.some((c) => c.name === 'node-lease'), false, 'no lease without a database');
+  const lease = { registered: true };
+  const clustered = healthyStatus({ name: 'node-1', lease });
+  let health = await clustered.health();
+  assert.equal(health.status, single.status);
+  assert.deepEqual(health.components.at(-1), { name: 'node-lease', status: 'ok' });
+  lease.registered = false;
+  health = await clustered.health();
+  assert.equal(health.status, 'degraded');
+  assert.deepEqual(health.components.at(-1), { name: 'node-lease', status: 'unavailable' });
+});
