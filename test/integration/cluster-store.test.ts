@@ -9,24 +9,15 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import pg from 'pg';
 import { NodeNameTakenError } from '../../src/core/cluster/node-registry.js';
 import { metric, startTestBerth, type TestBerth } from '../support/berth.js';
-import { startPostgres, type PostgresDatabaseAddress, type TestPostgres } from '../support/postgres.js';
+import { freePort, startPostgres, type PostgresDatabaseAddress, type TestPostgres } from '../support/postgres.js';
 import { waitFor } from '../support/wait.js';
 
 const SECRET = randomBytes(32).toString('hex');
 const ALICE = `berth-test-${randomBytes(16).toString('hex')}`;
 const FINISHED = new Set(['completed', 'failed', 'crashed', 'cancelled']);
-
-async function freePort(): Promise<number> {
-  const listener = createServer();
-  await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
-  const { port } = listener.address() as { port: number };
-  await new Promise((resolve) => listener.close(resolve));
-  return port;
-}
 
 interface NodeRow {
   name: string;

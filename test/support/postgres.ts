@@ -43,7 +43,8 @@ export interface TestPostgres {
   leftovers(): Promise<string[]>;
 }
 
-async function freePort(): Promise<number> {
+/** A TCP port on 127.0.0.1 free at the time of asking. */
+export async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as { port: number };
