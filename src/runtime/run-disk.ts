@@ -10,12 +10,11 @@
 // The image sits beside its mount point (`<mountPoint>.disk`); `mount -o loop` sets the loop device to clear
 // itself when the last user of the file system is gone, so an unmount (or the end of the container that
 // still holds it) frees the device, and removing the image frees the space.
-import { execFile } from 'node:child_process';
 import { chmod, mkdir, open, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
+import { runHostCommand } from './host-commands.js';
 
-const run = promisify(execFile);
+const run = runHostCommand;
 
 /** The image file of the disk mounted at `mountPoint`. */
 export const DISK_IMAGE_SUFFIX = '.disk';

@@ -10,14 +10,13 @@
 // Disks are mounted on demand, counted by their users and unmounted about a minute after the last one left.
 // A start unmounts whatever a previous process left mounted under <dir>; a stop unmounts every disk no lease
 // holds (a lease that outlives the stop belongs to a run or agent that goes on without Berth).
-import { execFile } from 'node:child_process';
 import { chmod, chown, mkdir, readdir, rmdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { UUID_PATTERN } from '../uuid.js';
 import { DISK_IMAGE_SUFFIX, mountPoints, shareMountsBelow, unmount, unshareMountsBelow, type RunDisks } from './run-disk.js';
+import { runHostCommand } from './host-commands.js';
 
-const run = promisify(execFile);
+const run = runHostCommand;
 
 /** Suffix of a disk's nosymfollow view beside its mount point. */
 export const VIEW_SUFFIX = '.view';

@@ -4,11 +4,10 @@
 // busy"). So the volume is made as a plain local volume and Berth binds the directory onto the volume's own
 // `_data` itself: for Podman it is an ordinary volume (it copies the image's content up into it when empty
 // and gives it to the container's user), while every byte lands on the backing file system.
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { isMountPoint } from '../run-disk.js';
+import { runHostCommand } from '../host-commands.js';
 
-const run = promisify(execFile);
+const run = runHostCommand;
 
 /** Binds `backingDir` onto a volume's data directory (its Mountpoint as Podman reports it). */
 export async function bindVolumeData(backingDir: string, dataDir: string): Promise<void> {
