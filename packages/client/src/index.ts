@@ -40,6 +40,7 @@ export { BerthError, BerthNetworkError, isAbortError } from './errors.js';
 export { MemoryTokenStore, REFRESH_MARGIN_MS, type TokenStore, type Tokens } from './tokens.js';
 export { FINAL_JOB_STATUSES, type WaitForJobOptions } from './jobs.js';
 export type { AgentEventsOptions } from './agents.js';
+export type { FollowOptions } from './followed-events.js';
 export type { PullOptions } from './images.js';
 export { retryPolicy, type RetryPolicy } from './retry-policy.js';
 export type * from './types.js';

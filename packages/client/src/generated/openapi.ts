@@ -374,6 +374,7 @@ export interface paths {
                          *       "status": "ok",
                          *       "name": "berth",
                          *       "version": "0.1.0-alpha",
+                         *       "node": "host-1-default",
                          *       "components": [
                          *         {
                          *           "name": "container-runtime",
@@ -397,8 +398,10 @@ export interface paths {
                             name: string;
                             /** @description <major>.<minor>.<patch>-alpha */
                             version: string;
+                            /** @description The node that answered (SERVICE_NODE_NAME); several nodes may share one database behind a load balancer */
+                            node?: string;
                             components: {
-                                /** @description container-runtime, engine-credentials-file or engine-credentials-secret */
+                                /** @description container-runtime, engine-credentials-file, engine-credentials-secret, or node-lease (with SERVICE_DATABASE_URL: unavailable once this node lost its lease) */
                                 name: string;
                                 /** @description ok, unavailable or not_configured */
                                 status: string;
