@@ -113,7 +113,7 @@ export function createMetrics(): Metrics {
     }),
     poolReady: new Gauge({
       name: `${PREFIX}pool_ready`,
-      help: 'Pre-started engines ready to be claimed, by pool: run (SERVICE_POOL_SIZE) or agent (SERVICE_AGENT_POOL_SIZE).',
+      help: 'Pre-started engines ready to be claimed (warmed up, and their own start-up work over), by pool: run (SERVICE_POOL_SIZE) or agent (SERVICE_AGENT_POOL_SIZE).',
       labelNames: ['pool'],
       registers,
     }),

@@ -10,6 +10,7 @@
 // progress; a claimed one still running a moment later takes its claimant's name (pooledContainerName): a
 // run's `berth-run-…`, an agent's `berth-agent-…` (the agents' pool starts each engine under the id of the
 // agent it will be, so that a claimed one is named and labelled as a fresh agent's container).
+import { setTimeout as delay } from 'node:timers/promises';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AttachedContainer, Containers } from '../../runtime/ports/containers.js';
@@ -96,6 +97,8 @@ interface Entry extends Omit<PooledEngine, 'handedOver' | 'keepName'> {
   readonly imageId: string;
   readonly releaseSlot: () => void;
   exited: boolean;
+  /** Its own start-up work is over (see SETTLE_*): claims take such an engine first, and only these count as ready. */
+  settled: boolean;
 }
 
 /** The name engineContainer() gives a run's or an agent's container: a claimed engine's, once renamed. */
@@ -129,6 +132,20 @@ export function waitingCpuShares(runShares: number): number {
 
 /** How long an agent's engine may take to answer its initialize handshake before it counts as failed. */
 const READY_TIMEOUT_MS = 60_000;
+
+/**
+ * After its warm-up an engine keeps working on its own for a while (about 0.19 s of CPU over 1.75 s on a
+ * 2-core host: its session's files, its start-up tasks). A run that claimed an engine then shared the CPUs
+ * with the engines it had not claimed, and the first runs after a refill were slower than later ones. An
+ * engine counts as ready (berth_pool_ready) once its main process used less than SETTLE_CPU_SECONDS in
+ * each of SETTLE_QUIET_SAMPLES samples of SETTLE_SAMPLE_MS in a row (its work comes in bursts with quiet
+ * quarters of a second between them), or after SETTLE_MAX_MS; a claim takes a settled engine first, but takes one still
+ * settling rather than none.
+ */
+const SETTLE_SAMPLE_MS = 250;
+const SETTLE_CPU_SECONDS = 0.015;
+const SETTLE_QUIET_SAMPLES = 3;
+const SETTLE_MAX_MS = 5_000;
 
 export class EnginePool {
   private readonly ready: Entry[] = [];
@@ -305,7 +322,8 @@ export class EnginePool {
     const { runtime, template, container } = this.deps;
     const currentImageId = knownImageId ?? (await runtime.inspectImage(template.container.image))?.id;
     for (;;) {
-      const entry = this.ready.shift();
+      const settled = this.ready.findIndex((candidate) => candidate.settled);
+      const entry = this.ready.splice(Math.max(settled, 0), 1)[0];
       if (!entry) {
         this.reportSize();
         return undefined;
@@ -348,7 +366,10 @@ export class EnginePool {
     this.starting -= 1;
     const waiter = this.waiters.shift();
     if (waiter) waiter(entry);
-    else if (entry) this.ready.push(entry);
+    else if (entry) {
+      this.ready.push(entry);
+      void this.watchSettling(entry);
+    }
   }
 
   private missed(reason: MissReason): undefined {
@@ -483,7 +504,7 @@ export class EnginePool {
     }
     const handed = { containerId, runId, attached };
     const entry: Entry = {
-      runId, containerId, session, attached, warmUpResults, createdAtMs: Date.now(), imageId: image.id, releaseSlot: () => slot.release(), exited: false,
+      runId, containerId, session, attached, warmUpResults, createdAtMs: Date.now(), imageId: image.id, releaseSlot: () => slot.release(), exited: false, settled: false,
       discard: () => this.discardClaimed(handed),
     };
     // An engine that dies while waiting is noticed here and never handed out; the pool refills.
@@ -535,6 +556,26 @@ export class EnginePool {
   }
 
   private reportSize(): void {
-    this.deps.observer?.size(this.ready.length);
+    this.deps.observer?.size(this.ready.filter((entry) => entry.settled).length);
+  }
+
+  /** Marks a ready engine settled once its start-up work is over (SETTLE_*), while it is still ready. */
+  private async watchSettling(entry: Entry): Promise<void> {
+    // Not readable (the container gone already, another host's Podman): settled at once, as before.
+    const cpu = await Promise.resolve()
+      .then(() => this.deps.runtime.mainProcessCpu(entry.containerId))
+      .catch(() => undefined);
+    const deadline = performance.now() + SETTLE_MAX_MS;
+    let last = await cpu?.();
+    let quiet = 0;
+    while (last !== undefined && quiet < SETTLE_QUIET_SAMPLES && performance.now() < deadline && this.ready.includes(entry) && !this.closed) {
+      await delay(SETTLE_SAMPLE_MS);
+      const now = await cpu!();
+      if (now === undefined) break;
+      quiet = now - last < SETTLE_CPU_SECONDS ? quiet + 1 : 0;
+      last = now;
+    }
+    entry.settled = true;
+    if (this.ready.includes(entry)) this.reportSize();
   }
 }

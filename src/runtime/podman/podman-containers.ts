@@ -8,16 +8,29 @@ import { removeContainer } from './container-removal.js';
 import { demultiplex } from './multiplexed-stream.js';
 import { kernelLoggedOomKill } from '../kernel-oom-log.js';
 import type { BridgeAddresses } from './bridge-address.js';
+import { readFile } from 'node:fs/promises';
 
 interface LibpodInspect {
   Id?: string;
-  State: { ExitCode: number; OOMKilled: boolean; Status: string; Running?: boolean; StartedAt?: string };
+  State: { ExitCode: number; OOMKilled: boolean; Status: string; Running?: boolean; StartedAt?: string; Pid?: number };
 }
 
 interface LibpodContainer {
   Id: string;
   Names?: string[];
   Labels?: Record<string, string> | null;
+}
+
+/** Clock ticks per second of /proc/<pid>/stat's times (USER_HZ: 100 on Linux, whatever the kernel's HZ). */
+const USER_HZ = 100;
+
+/** utime + stime of a process, in seconds; undefined once it is gone. */
+async function processCpuSeconds(pid: number): Promise<number | undefined> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
+  if (stat === undefined) return undefined;
+  // The fields after the command's name (which may hold spaces and parentheses): state is the 3rd field.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / USER_HZ;
 }
 
 /** Networks a container joins that may be bridges on this host (not `none`, not the host's own). */
@@ -121,6 +134,13 @@ export class PodmanContainers implements Containers {
         oomKilled: inspect.State.OOMKilled || (inspect.State.ExitCode === 137 && inspect.Id ? kernelLoggedOomKill(inspect.Id) : false),
       },
     };
+  }
+
+  async mainProcessCpu(id: string): Promise<(() => Promise<number | undefined>) | undefined> {
+    const inspect = await this.#client.jsonIfFound<LibpodInspect>(`/containers/${encodeURIComponent(id)}/json`);
+    const pid = inspect?.State.Pid;
+    if (pid === undefined || pid <= 0) return undefined;
+    return () => processCpuSeconds(pid);
   }
 
   async waitContainer(id: string): Promise<ContainerExit> {

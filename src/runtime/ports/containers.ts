@@ -75,4 +75,10 @@ export interface Containers {
   runHealthcheck(id: string): Promise<HealthStatus>;
   /** The last `lines` lines of the container's stdout and stderr. */
   logTail(id: string, lines: number, options?: LogTailOptions): Promise<string>;
+  /**
+   * A reader of the CPU time (seconds) the container's main process has used so far, read from the host's
+   * /proc without asking Podman again; undefined when the container is not running here. The reader
+   * answers undefined once the process is gone.
+   */
+  mainProcessCpu(id: string): Promise<(() => Promise<number | undefined>) | undefined>;
 }
