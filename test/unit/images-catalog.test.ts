@@ -211,3 +211,28 @@ test('preparePull throws its refusals at once, and a prepared pull whose signal 
   await assert.rejects(prepared.run({ signal: controller.signal }), { name: 'AbortError' });
   assert.equal(pulls.length, 0);
 });
+
+test('an image removed between the listing and its probe is left out, not a 500; a probe failing otherwise still fails', async () => {
+  const images: FakeImage[] = [
+    { id: 'kept', tags: ['localhost/kept:1'], files: DEBIAN },
+    { id: 'gone', tags: ['localhost/gone:1'], files: DEBIAN },
+  ];
+  const { runtime } = fakeRuntime(images);
+  const probe = runtime.existingImagePaths.bind(runtime);
+  // Another client removes "gone" right after Podman listed it: its probe container cannot be created.
+  runtime.existingImagePaths = async (ref, paths) => {
+    if (ref === 'gone') {
+      images.splice(images.findIndex((image) => image.id === 'gone'), 1);
+      throw new Error('Podman POST /containers/create: 500 gone: image not known');
+    }
+    return probe(ref, paths);
+  };
+  const listed = await catalog(runtime).list();
+  assert.deepEqual(listed.map((image) => `${image.repository}:${image.tag}`), ['localhost/kept:1']);
+
+  const failing = fakeRuntime([{ id: 'broken', tags: ['localhost/broken:1'], files: DEBIAN }]).runtime;
+  failing.existingImagePaths = async () => {
+    throw new Error('Podman is down');
+  };
+  await assert.rejects(catalog(failing).list(), /Podman is down/);
+});

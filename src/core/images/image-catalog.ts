@@ -110,7 +110,7 @@ export class ImageCatalog {
     const images = (await this.options.runtime.listImages()).filter((image) => this.tagsOf(image).length > 0 && !isStackBuilt(image));
     const records: ImageRecord[] = [];
     for (let i = 0; i < images.length; i += PROBE_CONCURRENCY) {
-      const batch = await Promise.all(images.slice(i, i + PROBE_CONCURRENCY).map((image) => this.recordsOf(image)));
+      const batch = await Promise.all(images.slice(i, i + PROBE_CONCURRENCY).map((image) => this.recordsOfListed(image)));
       records.push(...batch.flat());
     }
     return records.sort(compareImageRecords);
@@ -180,6 +180,19 @@ export class ImageCatalog {
       if (error instanceof BerthError || !(error instanceof RegistryError)) throw error;
       if (error.notFound) throw errors.imageNotInRegistry(plan.reference, plan.registry);
       throw errors.imagePullFailed(plan.reference, error.message);
+    }
+  }
+
+  /**
+   * A listed image's records, or none when it was removed between the listing and its probe (another
+   * client's `podman rmi`, a compose stack's build removed): the listing shows what exists, not a 500.
+   */
+  private async recordsOfListed(image: ImageSummary): Promise<ImageRecord[]> {
+    try {
+      return await this.recordsOf(image);
+    } catch (error) {
+      if ((await this.options.runtime.inspectImage(image.id).catch(() => 'unknown')) === undefined) return [];
+      throw error;
     }
   }
 
