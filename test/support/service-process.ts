@@ -22,6 +22,28 @@ async function freePort(): Promise<number> {
   return port;
 }
 
+/**
+ * A free port below the kernel's ephemeral range (32768-60999 here), for a port the service binds again at
+ * every restart: a port taken from the ephemeral range can be handed to another process's connection or
+ * port-0 listener between two starts (seen: the gateway's restart failed with EADDRINUSE while the other
+ * test shard ran), one outside it only to a process that names it.
+ */
+async function stablePort(): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const server = createServer();
+    const bound = await new Promise<boolean>((resolve) => {
+      server.once('error', () => resolve(false));
+      server.listen(port, '0.0.0.0', () => resolve(true));
+    });
+    if (bound) {
+      await new Promise((resolve) => server.close(resolve));
+      return port;
+    }
+  }
+  throw new Error('no free port between 20000 and 32000');
+}
+
 /** A stuck engine seen from the host: its processes' kernel waits, open descriptors, connections and a short trace. */
 function engineState(pidText: string): string {
   const pid = Number(pidText);
@@ -84,7 +106,7 @@ export async function serviceProcess(baseEnv: Record<string, string> = {}): Prom
   const modelUrl = modelUrlFromHost(model.port);
   // The gateway's port is the same at every start: containers that outlive a restart (jobs, agents) keep
   // the gateway URL they were made with.
-  const gatewayPort = await freePort();
+  const gatewayPort = await stablePort();
   let child: ChildProcess | undefined;
   let url = '';
   let output = '';
