@@ -88,10 +88,8 @@ interface EngineOutput {
   readonly output: AsyncIterable<OutputChunk>;
   close(): void;
   /**
-   * The engine printed its result; `answered`: the caller has its answer already. A pooled engine, whose
-   * prompt came on stdin, exits once its input ends: for an answered run that waits until the other runs'
-   * turns leave a quiet moment, since an engine's exit and its container's clean-up (a Podman process
-   * started by conmon, network and mounts taken down) slowed the next sequential run's turn.
+   * The engine printed its result; `answered`: the caller has its answer already. A pooled engine's
+   * container then keeps the pool's name (no rename call on the CPUs the next runs' turns use).
    */
   afterResult?(answered: boolean): void;
 }
@@ -156,23 +154,20 @@ export class RunExecutor {
     const { runtime } = this.deps;
     try {
       return await this.watch(engine.containerId, context, context.plan.container.timeoutMs, async (stopped) => {
-        // Input stays open after the prompt: the engine waits for more instead of exiting at its result, so
-        // its exit (and Podman's clean-up of the container, a process of its own) comes when endInput says.
+        // Its input ends with the prompt: the engine exits after its result. (Keeping it open until the
+        // tear-down's quiet moment made the next runs faster, but runs answered one after the other then
+        // ended out of order, and `continue` takes the session whose transcript came back last.)
         engine.attached.stdin.write(`${turnLine(context.plan.prompt)}\n`);
+        engine.attached.stdin.end();
         // Nothing of the turn is read (so nothing answered) before the engine is the run's (see claim()).
         await engine.handedOver;
         context.phases.mark();
         if (stopped()) await runtime.killContainer(engine.containerId);
         context.hooks?.onContainerStarted?.(engine.containerId);
-        const endInput = () => engine.attached.stdin.end();
         return {
           output: engine.attached.output,
           close: () => engine.attached.close(),
-          afterResult: (answered) => {
-            engine.keepName();
-            if (answered) void this.turns.quiet().then(endInput);
-            else endInput();
-          },
+          afterResult: () => engine.keepName(),
         };
       });
     } finally {
