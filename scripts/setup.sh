@@ -12,7 +12,7 @@ say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 # iproute2's `ip` fixes the agent network bridge's hardware address (runtime/podman/bridge-address.ts);
 # nftables' `nft` keeps callers' networks apart (runtime/podman/network-isolation.ts); postgresql (Debian 12's 15)
 # runs the PostgreSQL stores' tests on a throw-away server (test/support/postgres.ts).
-packages=(podman runc crun uidmap slirp4netns fuse-overlayfs debootstrap docker-registry tmux chromium iproute2 nftables postgresql)
+packages=(podman runc crun uidmap slirp4netns fuse-overlayfs debootstrap docker-registry tmux chromium iproute2 nftables postgresql haproxy)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
