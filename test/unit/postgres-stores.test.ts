@@ -16,6 +16,7 @@ import { PostgresDatabase } from '../../src/store/postgres/database.js';
 import { applyPostgresMigrations } from '../../src/store/postgres/migrate.js';
 import { PostgresGrantStore } from '../../src/store/gateway/postgres-grant-store.js';
 import { PostgresUsageStore } from '../../src/store/usage/postgres-usage-store.js';
+import { PostgresSessionRecordStore } from '../../src/store/sessions/postgres-session-record-store.js';
 import { PostgresWorkspaceStore } from '../../src/store/workspaces/postgres-workspace-store.js';
 import { T0, agentRecord, agentStoreContract } from '../support/agent-store-contract.js';
 import { blacklistContract } from '../support/blacklist-contract.js';
@@ -23,6 +24,7 @@ import { eventLogContract } from '../support/event-log-contract.js';
 import { jobStoreContract, newJob } from '../support/job-store-contract.js';
 import { grantRow, grantStoreContract } from '../support/grant-store-contract.js';
 import { usageStoreContract } from '../support/usage-store-contract.js';
+import { sessionRecordStoreContract } from '../support/session-record-store-contract.js';
 import { startPostgres, type PostgresDatabaseAddress, type TestPostgres } from '../support/postgres.js';
 import { workspaceRecord, workspaceStoreContract } from '../support/workspace-store-contract.js';
 
@@ -94,6 +96,11 @@ const workspacesDatabase = freshDatabaseFor('workspaces');
 workspaceStoreContract('postgres', async () => {
   const database = await workspacesDatabase();
   return closingItsPool(await PostgresWorkspaceStore.open(database), database);
+});
+const sessionsDatabase = freshDatabaseFor('sessions');
+sessionRecordStoreContract('postgres', async () => {
+  const database = await sessionsDatabase();
+  return closingItsPool(await PostgresSessionRecordStore.open(database), database);
 });
 const eventsDatabase = freshDatabaseFor('events');
 eventLogContract('postgres', async (retention) => {
