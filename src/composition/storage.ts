@@ -1,10 +1,14 @@
 // Where runs keep their files: session directories (each run writing only to a file system of its own
 // container.disk size, runtime/run-disk.ts, docs/disk.md) and workspaces (one file system each,
 // runtime/workspace-disks.ts, indexed in workspaces.db; docs/workspaces.md).
+import { mkdir, realpath } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { SessionStore } from '../core/sessions/session-store.js';
+import { SharedSessions } from '../core/sessions/shared-sessions.js';
+import { DirectorySessionRecords } from '../store/sessions/directory-session-records.js';
+import { PostgresSessionRecordStore } from '../store/sessions/postgres-session-record-store.js';
 import { WORKSPACES_NEED_ROOT, WorkspaceService } from '../core/workspaces/workspace-service.js';
 import { LoopDisks, unshareMountsBelow } from '../runtime/run-disk.js';
 import { SpareWorkspaceDisks } from '../runtime/spare-workspace-disks.js';
@@ -38,8 +42,10 @@ export interface Storage {
 export async function buildStorage({ config, database, liveRuns, logger, teardown }: StorageInputs): Promise<Storage> {
   const noDisks = await LoopDisks.unavailable();
   if (noDisks !== undefined) logger.warn({ reason: noDisks }, 'container.disk is not enforced: runs, compose stacks and builds write to the host\'s disk without a limit (SERVICE_COMPOSE_STACK_DISK and SERVICE_COMPOSE_BUILD_DISK neither)');
+  const shared = database ? await sharedSessions(config, database, logger, teardown) : undefined;
   const sessions = new SessionStore(config.agent.sessionsDir, config.agent.sessionsHostDir, {
     transcriptLimitBytes: config.sessions.maxBytes,
+    ...(shared ? { shared, onSaveFailed: (sessionId: string, error: unknown) => logger.error({ err: error, sessionId }, 'a session could not be saved to the shared database: it is on this node only until its next run saves it') } : {}),
     ...(noDisks === undefined ? { disks: new LoopDisks() } : {}),
     onCarryRefused: (sessionId, reasons) =>
       logger.warn({ sessionId, reasons }, 'transcripts a run left were not kept in its session (links, not regular files, or over SERVICE_SESSIONS_MAX_BYTES)'),
@@ -84,4 +90,16 @@ export async function buildStorage({ config, database, liveRuns, logger, teardow
     teardown.release(async () => clearInterval(sweeper));
   }
   return { noDisks, sessions, workspaces, workspaceDisks };
+}
+
+/**
+ * With a shared database, sessions are saved there and restored from there (core/sessions/shared-sessions.ts):
+ * this node's session directories as records on one side, PostgreSQL on the other.
+ */
+async function sharedSessions(config: Config, database: PostgresDatabase, logger: Logger, teardown: Teardown): Promise<SharedSessions> {
+  await mkdir(config.agent.sessionsDir, { recursive: true, mode: 0o700 });
+  const local = new DirectorySessionRecords(await realpath(config.agent.sessionsDir), config.sessions.maxBytes);
+  const records = await PostgresSessionRecordStore.open(database);
+  teardown.release(async () => records.close());
+  return new SharedSessions({ local, shared: records, node: config.cluster.nodeName, log: (details, message) => logger.info(details, message) });
 }

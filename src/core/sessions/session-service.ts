@@ -67,7 +67,8 @@ export class SessionService {
     const sessions = await Promise.all(
       stored.map(async (session) => {
         const stack = this.deps.stackOf?.(session.id);
-        return { id: session.id, title: await this.title(session.dir, session.id, seen), ...(stack ? { stack } : {}) };
+        const title = session.title ?? (await this.title(session.dir, session.id, seen));
+        return { id: session.id, title, ...(stack ? { stack } : {}) };
       }),
     );
     for (const file of this.titles.keys()) if (!seen.has(file)) this.titles.delete(file);

@@ -11,6 +11,7 @@ import { RunConfigDirs, type RunConfigDir } from './run-config-dirs.js';
 import { HIDDEN_MARKER, projectDirName, SessionDirs } from './session-dirs.js';
 import { SessionLeases, type SessionLease } from './session-leases.js';
 import { checkSessionUuid } from './session-id.js';
+import type { SharedSessions } from './shared-sessions.js';
 import { WRITABLE_DIR, type RunDisks, type WritablePlace } from '../../runtime/run-disk.js';
 
 export { checkSessionUuid, HIDDEN_MARKER, projectDirName };
@@ -50,6 +51,8 @@ export interface StoredSession {
   readonly dir: string;
   /** When the engine last wrote its transcript (the directory's time while it has none). */
   readonly lastActivityMs: number;
+  /** Its title, when the listing comes from the shared database (else read from the transcript). */
+  readonly title?: string;
 }
 
 /** A run directory's writable places, when it is a disk: as the container runtime and as Berth see them. */
@@ -73,6 +76,13 @@ export class SessionStore {
       readonly onCarryRefused?: (sessionId: string, reasons: readonly string[]) => void;
       /** Each run's config dir is then the root of a file system of the run's container.disk (runtime/run-disk.ts). */
       readonly disks?: RunDisks;
+      /**
+       * With a shared database (SERVICE_DATABASE_URL): sessions saved there at the end of each run, restored
+       * from there before a run or a read takes one, listed from there (shared-sessions.ts).
+       */
+      readonly shared?: SharedSessions;
+      /** A save to the shared database failed (the session then lives on this node only until the next save). */
+      readonly onSaveFailed?: (sessionId: string, error: unknown) => void;
     },
   ) {
     this.dirs = new SessionDirs(dir);
@@ -118,6 +128,7 @@ export class SessionStore {
             if (!(await this.dirs.exists(sessionId))) await this.dirs.create(sessionId, run.owner).catch(() => undefined);
             await this.carryBack(runDir, sessionId);
             if (await this.dirs.neverRan(sessionId)) await this.dirs.remove(sessionId);
+            else await this.saveShared(sessionId);
           }
         } finally {
           await this.runs.remove(runDir).catch(() => undefined);
@@ -157,6 +168,7 @@ export class SessionStore {
   async isVisible(sessionId: string, owner: string): Promise<boolean> {
     const id = checkSessionUuid(sessionId);
     await this.settled(id);
+    await this.restoreShared(id);
     return (await this.dirs.belongsTo(id, owner)) && !(await this.dirs.isHidden(id));
   }
 
@@ -241,6 +253,7 @@ export class SessionStore {
    */
   async latestForWorkdir(workdir: string, owner: string): Promise<string | undefined> {
     await this.settled();
+    if (this.options.shared) return this.options.shared.latestForProject(owner, projectDirName(workdir));
     let best: { id: string; mtime: number } | undefined;
     for (const id of await this.dirs.ids()) {
       if (!(await this.dirs.belongsTo(id, owner))) continue;
@@ -254,6 +267,9 @@ export class SessionStore {
   /** The owner's visible sessions, most recently active first. */
   async list(owner: string): Promise<StoredSession[]> {
     await this.settled();
+    if (this.options.shared) {
+      return (await this.options.shared.list(owner)).map((listed) => ({ id: listed.id, dir: this.dirs.at(listed.id), lastActivityMs: listed.lastActivityMs, title: listed.title }));
+    }
     const sessions: StoredSession[] = [];
     for (const id of await this.dirs.ids()) {
       try {
@@ -276,6 +292,7 @@ export class SessionStore {
     try {
       await teardown?.(id);
       await this.dirs.remove(id);
+      await this.options.shared?.remove(id);
     } finally {
       lease.release();
     }
@@ -299,6 +316,7 @@ export class SessionStore {
     // Taken before the existence check: a concurrent DELETE either finished (404 here) or is refused.
     const lease = this.leases.take(sessionId);
     try {
+      await this.restoreShared(sessionId);
       if (!(await this.dirs.belongsTo(sessionId, owner))) throw errors.sessionNotFound(sessionId);
       return await this.claimed(workdir, lease, { kind: 'resume', sessionId }, false, { sessionDir: this.dirs.at(sessionId), sessionId }, run);
     } catch (error) {
@@ -315,6 +333,7 @@ export class SessionStore {
     // a half-written line in the copy.
     const original = this.leases.take(from);
     try {
+      await this.restoreShared(from);
       if (!(await this.dirs.belongsTo(from, owner))) throw errors.sessionNotFound(from);
       const lease = this.leases.take(sessionId);
       try {
@@ -329,6 +348,20 @@ export class SessionStore {
     } finally {
       original.release();
     }
+  }
+
+  /** With a shared database: this node's copy brought up to the database's before the session is used. */
+  private async restoreShared(sessionId: string): Promise<void> {
+    await this.options.shared?.restore(sessionId);
+  }
+
+  /**
+   * With a shared database: the session saved there once its run carried the transcript back. A failure is
+   * reported, not thrown: the run has ended and its session is whole on this node.
+   */
+  private async saveShared(sessionId: string): Promise<void> {
+    if (!this.options.shared || !(await this.dirs.exists(sessionId))) return;
+    await this.options.shared.save(sessionId).catch((error: unknown) => this.options.onSaveFailed?.(sessionId, error));
   }
 
   /** Carries a run's transcript back into its session's directory, reporting what was refused. */
@@ -364,6 +397,7 @@ export class SessionStore {
         try {
           await this.carryBack(run, sessionId);
           if (created && (await this.dirs.neverRan(sessionId))) await this.dirs.remove(sessionId);
+          else await this.saveShared(sessionId);
         } finally {
           await this.runs.remove(run).catch(() => undefined);
           lease.release();

@@ -81,6 +81,18 @@ export class DirectorySessionRecords implements SessionRecordStore {
     }
   }
 
+  /**
+   * Records that the directory now holds `version` of the cluster's record (saved from here), without
+   * rewriting its transcripts. Not part of the contract: only a node's own copy has such a note.
+   */
+  async noteSaved(id: string, saved: { readonly version: number; readonly node: string; readonly title: string }): Promise<void> {
+    this.open();
+    const dir = join(this.root, checkedId(id));
+    const temporary = join(dir, `${SHARED_FILE}.${randomBytes(6).toString('hex')}`);
+    await writeFileNew(temporary, Buffer.from(JSON.stringify({ version: saved.version, node: saved.node, title: saved.title } satisfies SharedNote)));
+    await rename(temporary, join(dir, SHARED_FILE));
+  }
+
   async get(id: string): Promise<SessionRecord | undefined> {
     this.open();
     const dir = join(this.root, checkedId(id));
