@@ -32,6 +32,20 @@ export function workspaceStoreContract(name: string, open: () => WorkspaceStore 
     });
     afterEach(() => store.close());
 
+    it('numbers the saved copies of a workspace and records which node saved the last', async () => {
+      await store.insert(record(1));
+      await store.insert(record(2));
+      assert.deepEqual(await store.copyOf(id(1)), { copy: 0, node: null });
+      assert.equal(await store.recordCopy(id(1), 'node-a'), 1);
+      assert.equal(await store.recordCopy(id(1), 'node-b'), 2);
+      assert.deepEqual(await store.copyOf(id(1)), { copy: 2, node: 'node-b' });
+      assert.deepEqual(await store.copyOf(id(2)), { copy: 0, node: null }, 'each workspace counts its own');
+      assert.deepEqual((await Promise.all([1, 2, 3].map(() => store.recordCopy(id(2), 'node-c')))).sort(), [1, 2, 3]);
+      assert.equal(await store.copyOf(id(9)), undefined);
+      assert.equal(await store.recordCopy(id(9), 'node-a'), undefined);
+      assert.deepEqual(await store.get(id(1)), record(1), 'the record itself is unchanged');
+    });
+
     it('keeps a workspace as inserted and finds it by id', async () => {
       const ws = record(1, { source: 'git', uploadCheckpointAt: '2030-01-02T00:00:00.000Z' });
       await store.insert(ws);

@@ -4,7 +4,7 @@
 import type { PostgresDatabase } from '../postgres/database.js';
 import { StoreQueries } from '../postgres/database.js';
 import { applyPostgresMigrations } from '../postgres/migrate.js';
-import type { SessionLink, WorkspaceChange, WorkspaceRecord, WorkspaceSource, WorkspaceStore } from './workspace-store.js';
+import type { SessionLink, WorkspaceChange, WorkspaceCopy, WorkspaceRecord, WorkspaceSource, WorkspaceStore } from './workspace-store.js';
 
 const MIGRATIONS = new URL('./migrations/postgres/', import.meta.url);
 
@@ -79,6 +79,17 @@ export class PostgresWorkspaceStore implements WorkspaceStore {
   async countCallerOwned(owner: string): Promise<number> {
     const [row] = await this.db.query<{ n: number }>('SELECT count(*) AS n FROM workspaces WHERE owner = $1 AND owned_by_session IS NULL', [owner]);
     return row!.n;
+  }
+
+  async copyOf(id: string): Promise<WorkspaceCopy | undefined> {
+    const [row] = await this.db.query<WorkspaceCopy>('SELECT copy, node FROM workspaces WHERE id = $1', [id]);
+    return row && { copy: row.copy, node: row.node };
+  }
+
+  async recordCopy(id: string, node: string): Promise<number | undefined> {
+    // One statement: of two nodes recording at once, each gets a number of its own.
+    const [row] = await this.db.query<{ copy: number }>('UPDATE workspaces SET copy = copy + 1, node = $2 WHERE id = $1 RETURNING copy', [id, node]);
+    return row?.copy;
   }
 
   async update(id: string, change: WorkspaceChange): Promise<void> {

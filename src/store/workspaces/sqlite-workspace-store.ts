@@ -7,7 +7,7 @@
 // disk at the file system's commit interval too; a start then removes a disk the index does not know.
 import type Database from 'better-sqlite3';
 import { openDatabase } from '../sqlite.js';
-import type { SessionLink, WorkspaceChange, WorkspaceRecord, WorkspaceSource, WorkspaceStore } from './workspace-store.js';
+import type { SessionLink, WorkspaceChange, WorkspaceCopy, WorkspaceRecord, WorkspaceSource, WorkspaceStore } from './workspace-store.js';
 
 const MIGRATIONS = new URL('./migrations/', import.meta.url);
 
@@ -89,6 +89,15 @@ export class SqliteWorkspaceStore implements WorkspaceStore {
   async countCallerOwned(owner: string): Promise<number> {
     const row = this.statement('SELECT COUNT(*) AS n FROM workspaces WHERE owner = ? AND owned_by_session IS NULL').get(owner) as { n: number };
     return row.n;
+  }
+
+  async copyOf(id: string): Promise<WorkspaceCopy | undefined> {
+    return this.statement('SELECT copy, node FROM workspaces WHERE id = ?').get(id) as WorkspaceCopy | undefined;
+  }
+
+  async recordCopy(id: string, node: string): Promise<number | undefined> {
+    const row = this.statement('UPDATE workspaces SET copy = copy + 1, node = ? WHERE id = ? RETURNING copy').get(node, id) as { copy: number } | undefined;
+    return row?.copy;
   }
 
   async update(id: string, change: WorkspaceChange): Promise<void> {

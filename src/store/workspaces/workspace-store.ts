@@ -30,6 +30,15 @@ export interface SessionLink {
   readonly owned: boolean;
 }
 
+/**
+ * Where a workspace's current content is, with several nodes (SERVICE_SHARED_DIR): the number of its last copy
+ * saved to the shared directory (0: never saved) and the node that saved it (null: none yet).
+ */
+export interface WorkspaceCopy {
+  readonly copy: number;
+  readonly node: string | null;
+}
+
 export type WorkspaceChange = Partial<Pick<WorkspaceRecord, 'lastUsedAt' | 'uploadCheckpointAt' | 'runCheckpointAt' | 'sizeBytes' | 'fileCount' | 'source'>>;
 
 export interface WorkspaceStore {
@@ -46,6 +55,11 @@ export interface WorkspaceStore {
   unusedSince(isoTime: string): Promise<WorkspaceRecord[]>;
   /** Every workspace id (for reconciling with the disks at start). */
   ids(): Promise<string[]>;
+
+  /** The workspace's saved copy, undefined for an unknown workspace. */
+  copyOf(id: string): Promise<WorkspaceCopy | undefined>;
+  /** Records a copy `node` has just saved; answers its number (one above the last), undefined for an unknown workspace. */
+  recordCopy(id: string, node: string): Promise<number | undefined>;
 
   link(link: SessionLink): Promise<void>;
   linkOf(sessionId: string): Promise<SessionLink | undefined>;
