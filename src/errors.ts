@@ -56,6 +56,9 @@ export const ERROR_STATUS = {
   BERTH_ERR_STACK_FAILED: 500,
   BERTH_ERR_STREAMS_AT_CAPACITY: 503,
   BERTH_ERR_CONSOLE_NOT_BUILT: 503,
+  BERTH_ERR_NODE_UNREACHABLE: 502,
+  BERTH_ERR_NODE_UNAVAILABLE: 503,
+  BERTH_ERR_SLOTS_UNAVAILABLE: 503,
   BERTH_ERR_AGENT_SEND_TIMEOUT: 504,
 } as const;
 
@@ -146,6 +149,12 @@ export const errors = {
     new BerthError('BERTH_ERR_AT_CAPACITY', `server at capacity: ${limit} containers are running (SERVICE_MAX_CONTAINERS); retry later`),
   stacksAtCapacity: (limit: number | string) =>
     new BerthError('BERTH_ERR_STACKS_AT_CAPACITY', `server at capacity: ${limit} compose stacks exist (SERVICE_COMPOSE_MAX_STACKS); delete a session with a stack or retry later`),
+  nodeUnreachable: (node: string, reason: string) =>
+    new BerthError('BERTH_ERR_NODE_UNREACHABLE', `the request was forwarded to node ${node}, which runs what it names, and failed there: ${reason}; retry`),
+  nodeUnavailable: (what: string, node: string) =>
+    new BerthError('BERTH_ERR_NODE_UNAVAILABLE', `${what} runs on node ${node}, which holds no live lease (stopped, restarting or lost); retry once it is back, or once its loss has been handled`),
+  slotsUnavailable: (reason: string) =>
+    new BerthError('BERTH_ERR_SLOTS_UNAVAILABLE', `the caller's containers in the cluster cannot be counted (SERVICE_DATABASE_URL): ${reason}; retry later`),
   stacksPerCaller: (limit: number | string) =>
     new BerthError('BERTH_ERR_STACKS_PER_CALLER', `too many compose stacks: this caller's sessions already have ${limit} (SERVICE_COMPOSE_MAX_STACKS_PER_CALLER); delete a session with a stack or wait for its SERVICE_COMPOSE_STACK_TTL`),
   stackFailed: (message: string) => new BerthError('BERTH_ERR_STACK_FAILED', `compose environment: ${message}`),

@@ -22,6 +22,7 @@ import { buildAgentServices } from './composition/agent-services.js';
 import { buildApiServices } from './composition/api-services.js';
 import { buildAuth } from './composition/auth.js';
 import { exposeNodeLease, openDatabase } from './composition/database.js';
+import { buildForwarding } from './composition/forwarding.js';
 import { buildEngineContainers } from './composition/engine-containers.js';
 import { buildGateway } from './composition/gateway.js';
 import { buildHttp, listen } from './composition/http.js';
@@ -96,7 +97,7 @@ export async function startBerth(configured: Config, logger: Logger, hooks: Bert
     const auth = await buildAuth({ ...base, database });
 
     const shutdown = new AbortController();
-    const containers = await buildEngineContainers({ ...base, rootful, runtime, agentNetwork, liveRuns, noDisks, sessions, engineAccess, grants, gateway, metrics });
+    const containers = await buildEngineContainers({ ...base, rootful, runtime, agentNetwork, liveRuns, noDisks, sessions, engineAccess, grants, gateway, metrics, ...(database ? { database } : {}) });
     const pools = await buildPools({ config, runtime, sessions, containers, metrics, logger });
     const { runs, jobs } = await buildRunServices({
       ...base, runtime, stores, sessions, workspaces, containers, pools, engineAccess, grants, budgets: gateway.budgets, metrics, shutdownSignal: shutdown.signal,
@@ -127,7 +128,9 @@ export async function startBerth(configured: Config, logger: Logger, hooks: Bert
       ...base, runtime, engineAccess, auth, runs, jobs, agents, sessions, workspaces, workspaceDisks, containers,
       gateway: { url: gateway.url, grants }, usage: stores.usage, nodeLease: shared?.node, metrics,
     });
-    const app = await buildHttp({ ...base, services });
+    // Several nodes: requests for another node's agents and running jobs are forwarded there.
+    const cluster = database ? buildForwarding({ ...base, database, metrics }) : undefined;
+    const app = await buildHttp({ ...base, services: cluster ? { ...services, cluster } : services });
     const url = await listen(app, config.address);
     logger.info({ url, metrics: metricsUrl }, 'berth is listening');
 

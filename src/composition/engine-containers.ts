@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { USERNS_SIZE, type Config } from '../config.js';
 import { Stacks } from '../core/compose/stacks.js';
+import { ClusterSlots } from '../core/cluster/slots.js';
 import { ContainerSlots } from '../core/containers/container-slots.js';
 import type { EngineContainerSettings } from '../core/containers/engine-container.js';
 import { RunInputs } from '../core/containers/run-inputs.js';
@@ -20,6 +21,8 @@ import type { ContainerRuntime } from '../runtime/container-runtime.js';
 import { LoopDisks } from '../runtime/run-disk.js';
 import { StackDisks } from '../runtime/stack-disk.js';
 import { VolumeStaging } from '../runtime/volume-staging.js';
+import type { PostgresDatabase } from '../store/postgres/database.js';
+import { PostgresSlotStore } from '../store/slots/postgres-slot-store.js';
 import type { BuiltGateway } from './gateway.js';
 import type { AgentNetwork } from './runtime.js';
 import type { Teardown } from './teardown.js';
@@ -40,6 +43,8 @@ export interface EngineContainerInputs {
   readonly metrics: Metrics;
   readonly logger: Logger;
   readonly teardown: Teardown;
+  /** The shared database (SERVICE_DATABASE_URL): per-caller limits are then counted across its nodes. */
+  readonly database?: PostgresDatabase;
 }
 
 export interface EngineContainers {
@@ -95,7 +100,8 @@ export async function buildEngineContainers(inputs: EngineContainerInputs): Prom
     hostDir: join(config.agent.sessionsHostDir, '.volumes'),
   });
   await volumeStaging.init();
-  const slots = new ContainerSlots({ total: config.maxContainers, perCaller: config.maxContainersPerCaller });
+  const ledger = inputs.database ? await clusterLedger(inputs.database, config.cluster.nodeName, logger, teardown) : undefined;
+  const slots = new ContainerSlots({ total: config.maxContainers, perCaller: config.maxContainersPerCaller }, ledger);
   // Compose stacks belong to sessions: adopted at start, left running at stop (docs/compose.md). Everything
   // a stack's services write is on the stack's disk (runtime/stack-disk.ts, docs/disk.md).
   const stackDisks = noDisks === undefined ? new StackDisks(join(config.agent.sessionsDir, '.stacks'), new LoopDisks(), config.compose.stackDiskBytes) : undefined;
@@ -104,6 +110,7 @@ export async function buildEngineContainers(inputs: EngineContainerInputs): Prom
     runtime,
     staging: volumeStaging,
     slots,
+    ...(ledger ? { ledger } : {}),
     // Rootless stack networks live in Podman's own network namespace: the gateway is not reachable there.
     ...(rootful ? { egress: { grants, port: gateway.port, clients: gateway.clients } } : {}),
     ...(stackDisks ? { disks: stackDisks } : {}),
@@ -134,4 +141,21 @@ export async function buildEngineContainers(inputs: EngineContainerInputs): Prom
   const imageProbe = new ImageProbe(runtime);
   const images = new ImageCheck(runtime, config.agent.mountEngine ? 'mounted' : 'in-image', imageProbe);
   return { settings, volumeStaging, slots, stacks, executor, imageProbe, images };
+}
+
+/**
+ * The cluster's count of each caller's containers and stacks (core/cluster/slots.ts): what this node left there
+ * at its last stop or crash is deleted first (what still runs is counted again as it is followed again), and
+ * at the stop, once the work has ended, what it holds is deleted (released after every run, agent and stack).
+ */
+async function clusterLedger(database: PostgresDatabase, node: string, logger: Logger, teardown: Teardown): Promise<ClusterSlots> {
+  const store = await PostgresSlotStore.open(database, node);
+  const ledger = new ClusterSlots(store, logger);
+  teardown.release(async () => {
+    await ledger.settled();
+    await store.clearNode();
+    await store.close();
+  });
+  await ledger.clearLeftovers();
+  return ledger;
 }

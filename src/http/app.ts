@@ -15,6 +15,7 @@ import { API_DESCRIPTION } from './api-description.js';
 import { registerAuth } from './plugins/auth.js';
 import { registerRateLimit } from './plugins/rate-limit.js';
 import { registerHttpMetrics } from './plugins/http-metrics.js';
+import { registerForwarding } from './plugins/forward.js';
 import { ROUTE_GROUPS, type RouteServices } from './routes/index.js';
 
 /** The web console's build (packages/console/dist), served at /console. */
@@ -93,6 +94,12 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
     });
   }
   registerAuth(app, { enabled: config.auth.enabled, auth: services.auth, metrics: services.metrics });
+  // After authentication: a request is forwarded to the node that runs its agent or job only once its caller
+  // is known here (and the owner authenticates it again).
+  if (services.cluster) {
+    const { agents } = services;
+    registerForwarding(app, { ...services.cluster, runsAgent: (id) => agents.holds(id), sse: services.sse });
+  }
 
   app.get('/swagger/doc.json', { schema: { hide: true } }, async () => app.swagger());
   for (const register of ROUTE_GROUPS) await register(app, services);

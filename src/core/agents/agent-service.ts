@@ -231,7 +231,7 @@ export class AgentService {
       }
       const slot = this.deps.slots ? new RunSlot(this.deps.slots, record.owner) : undefined;
       try {
-        slot?.take();
+        await slot?.acquire();
       } catch {
         // The container exists whatever the limits say; it is followed uncounted.
       }
@@ -259,6 +259,11 @@ export class AgentService {
       ...this.recorderOf(record.id),
       restored: { createdAtMs: Date.parse(record.createdAt), lastActivityMs: Date.parse(record.lastActivityAt), ...progress },
     });
+  }
+
+  /** Whether this process runs (or keeps the exited record of) agent `id`, whoever its caller. */
+  holds(id: string): boolean {
+    return this.entries.has(id);
   }
 
   list(caller: Caller): AgentSnapshot[] {

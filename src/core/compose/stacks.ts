@@ -31,6 +31,7 @@ import type { VolumeStaging } from '../../runtime/volume-staging.js';
 import { formatDuration } from '../../units.js';
 import type { EnvironmentPlan } from '../run-plan.js';
 import type { ContainerSlots, Slot } from '../containers/container-slots.js';
+import type { CallerLedger, ClusterHold } from '../cluster/slots.js';
 import type { JoinedStack } from '../containers/engine-container.js';
 import type { RunPhases } from '../run-phases.js';
 import type { ImagePolicy } from '../validation/images.js';
@@ -75,6 +76,11 @@ export interface StacksDependencies {
   readonly staging: VolumeStaging;
   /** Where service containers count (the runs' and agents' slots). */
   readonly slots: ContainerSlots;
+  /**
+   * With several nodes on one database: the cluster's count of each caller's stacks, so that
+   * SERVICE_COMPOSE_MAX_STACKS_PER_CALLER holds across nodes (core/cluster/slots.ts). Absent: counted here.
+   */
+  readonly ledger?: CallerLedger;
   /** Each stack's disk (SERVICE_COMPOSE_STACK_DISK); undefined when the host cannot make disks (rootless). */
   readonly disks?: StackDisks;
   readonly settings: StacksSettings;
@@ -102,6 +108,8 @@ interface LiveStack {
   readonly subnet: string;
   /** One container slot per service container. */
   readonly slots: readonly Slot[];
+  /** The stack's place in the cluster's count of the owner's stacks (with a ledger). */
+  readonly hold?: ClusterHold;
   /** Sidecar services (known from the definition, or from the labels of an adopted stack). */
   readonly services: readonly string[];
   users: number;
@@ -169,13 +177,15 @@ export class Stacks {
         const owner = network.labels[OWNER_LABEL] ?? '';
         // A stack whose disk is gone (the host restarted) would write to Podman's storage unbounded: not kept.
         const diskKept = this.deps.disks === undefined || (await this.deps.disks.mounted(sessionId));
-        const slots = diskKept ? this.reserve(owner, services.length, false) : undefined;
+        const slots = diskKept ? await this.reserve(owner, services.length, false) : undefined;
         if (!diskKept) {
           this.deps.log.warn({ sessionId }, 'removing a compose stack whose disk is no longer mounted (SERVICE_COMPOSE_STACK_DISK)');
         } else if (slots) {
           // Last use before the restart is not known: the TTL counts from now.
           const subnet = network.subnets[0] ?? '';
-          this.live.set(sessionId, { sessionId, owner, hash: network.labels[STACK_HASH_LABEL] ?? '', subnet, slots, services, users: 0, lastUsedMs: Date.now() });
+          // The stack exists whatever the limits say: counted in the cluster when there is room.
+          const hold = await this.deps.ledger?.acquire('stack', owner, this.deps.settings.maxStacksPerCaller).catch(() => undefined);
+          this.live.set(sessionId, { sessionId, owner, hash: network.labels[STACK_HASH_LABEL] ?? '', subnet, slots, services, users: 0, lastUsedMs: Date.now(), ...(hold ? { hold } : {}) });
           if (subnet !== '') this.deps.egress?.clients.admit(subnet);
           continue;
         }
@@ -319,7 +329,15 @@ export class Stacks {
     const { runtime } = this.deps;
     const labels = this.labels(sessionId);
     // The service containers' places first: a caller at its limit is refused before anything is built or made.
-    const slots = this.reserve(owner, definition.sidecars.length, true)!;
+    // With several nodes, the owner's stacks on every node count (SERVICE_COMPOSE_MAX_STACKS_PER_CALLER).
+    const hold = await this.stackPlace(owner);
+    let slots: Slot[];
+    try {
+      slots = (await this.reserve(owner, definition.sidecars.length, true))!;
+    } catch (error) {
+      hold?.release();
+      throw error;
+    }
     let registered = false;
     try {
       await phases.measure('compose_build', () => this.buildImages(sessionId, definition, plan.buildTimeoutMs));
@@ -329,7 +347,7 @@ export class Stacks {
         // Registered before its disk or any container exists: a failure below removes what was made (also
         // after a crash, at start).
         const names = definition.sidecars.map((s) => s.name);
-        this.live.set(sessionId, { sessionId, owner, hash: definition.hash, subnet: network.subnet, slots, services: names, users: 0, lastUsedMs: Date.now() });
+        this.live.set(sessionId, { sessionId, owner, hash: definition.hash, subnet: network.subnet, slots, services: names, users: 0, lastUsedMs: Date.now(), ...(hold ? { hold } : {}) });
         registered = true;
         this.countChanged();
         const addresses = serviceAddresses(network.subnet, names);
@@ -346,7 +364,10 @@ export class Stacks {
       });
       await phases.measure('compose_healthy', () => this.waitAllReady(sessionId, definition, deadline, plan));
     } catch (error) {
-      if (!registered) for (const slot of slots) slot.release();
+      if (!registered) {
+        for (const slot of slots) slot.release();
+        hold?.release();
+      }
       await this.removeNow(sessionId).catch((cleanup: unknown) => this.deps.log.error({ err: cleanup, sessionId }, 'removing a failed stack failed'));
       throw error;
     }
@@ -372,14 +393,23 @@ export class Stacks {
     await this.deps.runtime.createVolume(name, this.labels(sessionId), backing);
   }
 
+  /** The stack's place in the cluster's count of the owner's stacks; refused with the per-caller 429 at the limit. */
+  private async stackPlace(owner: string): Promise<ClusterHold | undefined> {
+    const { ledger, settings } = this.deps;
+    if (!ledger) return undefined;
+    const hold = await ledger.acquire('stack', owner, settings.maxStacksPerCaller);
+    if (!hold) throw errors.stacksPerCaller(settings.maxStacksPerCaller);
+    return hold;
+  }
+
   /**
    * `count` container slots of the owner, all or none: refused with the slots' 429/503 when `strict`,
    * otherwise (a restart adopting stacks) answered as undefined.
    */
-  private reserve(owner: string, count: number, strict: boolean): Slot[] | undefined {
+  private async reserve(owner: string, count: number, strict: boolean): Promise<Slot[] | undefined> {
     const taken: Slot[] = [];
     try {
-      for (let index = 0; index < count; index += 1) taken.push(this.deps.slots.take(owner));
+      for (let index = 0; index < count; index += 1) taken.push(await this.deps.slots.acquire(owner));
       return taken;
     } catch (error) {
       for (const slot of taken) slot.release();
@@ -603,6 +633,7 @@ export class Stacks {
       return (await this.removeResources(sessionId)) || had;
     } finally {
       for (const slot of stack?.slots ?? []) slot.release();
+      stack?.hold?.release();
       this.countChanged();
     }
   }

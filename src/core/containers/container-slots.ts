@@ -6,7 +6,12 @@
 // (Slot.answered): the caller has its answer, and the engine's last writes and the container's removal
 // are Berth's work. Until the container is gone the slot still counts against SERVICE_MAX_CONTAINERS, so
 // the host never holds more containers than that limit says.
+// With several nodes on one database (issue 26) the caller's limit is counted across the cluster: acquire()
+// and wait() also take a place in the cluster's ledger (core/cluster/slots.ts), given back with the caller's
+// share. The server's limit stays this host's. take() counts only here: for what exists already (a restart
+// following its containers again) and the pool's engines, which belong to no caller.
 import { errors } from '../../errors.js';
+import type { CallerLedger, ClusterHold } from '../cluster/slots.js';
 
 export interface SlotLimits {
   readonly total: number;
@@ -24,6 +29,9 @@ export interface Slot {
   answered(): void;
 }
 
+/** How long a job whose caller is at its limit elsewhere in the cluster waits before it asks again. */
+const CLUSTER_RETRY_MS = 500;
+
 interface Waiter {
   readonly owner: string;
   readonly grant: (slot: Slot) => void;
@@ -36,7 +44,11 @@ export class ContainerSlots {
   /** Slots held by pre-started engines (core/pool): given up to a run when the server is otherwise full. */
   private readonly reclaimable: { readonly slot: Slot; readonly reclaim: () => void }[] = [];
 
-  constructor(private readonly limits: SlotLimits) {}
+  constructor(
+    private readonly limits: SlotLimits,
+    /** The cluster's count of each caller's containers (SERVICE_DATABASE_URL); absent: this process counts alone. */
+    private readonly ledger?: CallerLedger,
+  ) {}
 
   /**
    * A slot that a run may take over when the server is full (`reclaim` is then called, once, and the slot
@@ -64,6 +76,47 @@ export class ContainerSlots {
     if (full === 'caller') throw errors.tooManyContainers(this.limits.perCaller);
     if (full === 'server') throw errors.atCapacity(this.limits.total);
     return this.grant(owner);
+  }
+
+  /**
+   * A slot now, counted in the cluster too: the catalogue's 429 when the caller holds its limit on all nodes
+   * together (503 BERTH_ERR_SLOTS_UNAVAILABLE when that cannot be counted). Without a ledger, take().
+   */
+  async acquire(owner: string): Promise<Slot> {
+    const slot = this.take(owner);
+    if (!this.ledger) return slot;
+    let hold: ClusterHold | undefined;
+    try {
+      hold = await this.ledger.acquire('container', owner, this.limits.perCaller);
+    } catch (error) {
+      slot.release();
+      throw error;
+    }
+    if (!hold) {
+      slot.release();
+      throw errors.tooManyContainers(this.limits.perCaller);
+    }
+    return withHold(slot, hold);
+  }
+
+  /**
+   * wait(), counted in the cluster too: while the caller holds its limit on the other nodes, the local slot is
+   * given back and asked for again every CLUSTER_RETRY_MS (a pending job waits, it is not refused).
+   */
+  async waitCounted(owner: string, signal: AbortSignal): Promise<Slot> {
+    for (;;) {
+      const slot = await this.wait(owner, signal);
+      if (!this.ledger) return slot;
+      let hold: ClusterHold | undefined;
+      try {
+        hold = await this.ledger.acquire('container', owner, this.limits.perCaller);
+      } catch {
+        hold = undefined;
+      }
+      if (hold) return withHold(slot, hold);
+      slot.release();
+      await pause(CLUSTER_RETRY_MS, signal);
+    }
   }
 
   /** A slot as soon as one is free for this owner (in arrival order); rejects when the signal aborts. */
@@ -165,12 +218,19 @@ export class RunSlot {
     readonly owner: string,
   ) {}
 
-  take(): void {
-    this.held ??= this.slots.take(this.owner);
+  /** Counted in the cluster too (ContainerSlots.acquire): for what is about to be created. */
+  async acquire(): Promise<void> {
+    if (this.held) return;
+    const slot = await this.slots.acquire(this.owner);
+    if (this.held) slot.release();
+    else this.held = slot;
   }
 
   async wait(signal: AbortSignal): Promise<void> {
-    this.held ??= await this.slots.wait(this.owner, signal);
+    if (this.held) return;
+    const slot = await this.slots.waitCounted(this.owner, signal);
+    if (this.held) slot.release();
+    else this.held = slot;
   }
 
   /** The caller has its answer: its own limit no longer counts this run (the server's does until release()). */
@@ -182,4 +242,33 @@ export class RunSlot {
     this.held?.release();
     this.held = undefined;
   }
+}
+
+/** `slot` whose caller share is also a place in the cluster: given back with that share. */
+function withHold(slot: Slot, hold: ClusterHold): Slot {
+  return {
+    release: () => {
+      hold.release();
+      slot.release();
+    },
+    answered: () => {
+      hold.release();
+      slot.answered();
+    },
+  };
+}
+
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason instanceof Error ? signal.reason : new Error('aborted while waiting for a container slot'));
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason instanceof Error ? signal.reason : new Error('aborted while waiting for a container slot'));
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
 }

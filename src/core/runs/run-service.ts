@@ -143,7 +143,7 @@ export class RunService {
     if (admission && !admission.ok) throw errors.budgetExceeded(admission.message);
     const slot = new RunSlot(this.deps.slots, options.caller.owner);
     // Taken first: a caller at its limit is refused before anything is validated, locked or created.
-    if (options.slot !== 'later') slot.take();
+    if (options.slot !== 'later') await slot.acquire();
     try {
       return await this.acceptWith(request, options, slot);
     } catch (error) {
@@ -173,7 +173,7 @@ export class RunService {
       const slot = new RunSlot(this.deps.slots, run.caller.owner);
       // The container exists whatever the limits say; it is counted when there is room.
       try {
-        slot.take();
+        await slot.acquire();
       } catch {
         // Over the limit already: followed uncounted.
       }
@@ -256,7 +256,7 @@ export class RunService {
     });
     // A run like the default request takes a pre-started engine (and its session) when one is ready.
     const refused = workspace.configuresEngine ? 'workspace' : undefined;
-    const pool = options.runId === undefined ? this.poolFor(options, slot, plan, refused) : undefined;
+    const pool = options.runId === undefined ? await this.poolFor(options, slot, plan, refused) : undefined;
     const pooled = pool ? await phases.measure('claim', async () => pool.claim(plan, options.caller.owner, imageId, refused)) : undefined;
     if (pooled) {
       const attached = await this.attachWorkspace(plan, pooled.session, options, pooled.runId, phases, () => pooled.discard());
@@ -326,14 +326,14 @@ export class RunService {
    * for an async job only when it can take its container slot now (a pooled engine must not be held by a
    * job still waiting for one).
    */
-  private poolFor(options: AcceptOptions, slot: RunSlot, plan: RunPlan, refused: MissReason | undefined): EnginePool | undefined {
+  private async poolFor(options: AcceptOptions, slot: RunSlot, plan: RunPlan, refused: MissReason | undefined): Promise<EnginePool | undefined> {
     const pool = options.purpose === 'agent' ? this.deps.agentPool : this.deps.pool;
     if (!pool?.enabled) return undefined;
     if (options.slot !== 'later') return pool;
     // A miss is counted by claim(); an async job that cannot match keeps waiting for its slot as before.
     if (refused !== undefined || !pool.matches(plan)) return pool;
     try {
-      slot.take();
+      await slot.acquire();
       return pool;
     } catch {
       return undefined;

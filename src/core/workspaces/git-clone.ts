@@ -84,7 +84,7 @@ export class GitCloner implements WorkspaceCloner {
   async clone(owner: string, ws: OpenWorkspace, git: GitRequest): Promise<void> {
     if (this.stopping.signal.aborted) throw errors.shuttingDown();
     const source = await this.check(git);
-    const slot = this.deps.slots.take(owner);
+    const slot = await this.deps.slots.acquire(owner);
     const started = Date.now();
     const work = this.runContainer(owner, ws, source);
     this.inFlight.add(work);

@@ -8,6 +8,7 @@ import { AgentSnapshotSchema, AgentSpawnRequestSchema, type AgentSpawnRequest } 
 import { errors } from '../../errors.js';
 import { errorResponses, EXAMPLE_SESSION_ID, SLOT_REFUSALS, withExample } from '../schemas.js';
 import { lastEventIdOf, relayFollowed, type SseOptions } from '../sse.js';
+import type { ClusterForwarding } from '../../core/cluster/forwarding.js';
 
 const EXAMPLE_AGENT_ID = 'agent-1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d';
 const EXAMPLE_SNAPSHOT = {
@@ -62,6 +63,8 @@ export interface AgentRouteDependencies {
   readonly agents: AgentService;
   /** Heartbeats, the per-client buffer limit and the server-wide stream limit (http/sse.ts). */
   readonly sse: SseOptions;
+  /** Several nodes: the caller's agents on the other nodes are listed too (their records). */
+  readonly cluster?: Pick<ClusterForwarding, 'agentsElsewhere'>;
 }
 
 export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDependencies): void {
@@ -103,11 +106,17 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDepend
     {
       schema: {
         tags: ['agents'],
-        summary: 'List the agents of this service instance, exited ones included until their retention ends',
+        summary: 'List the caller\'s agents (on every node of a cluster), exited ones included until their retention ends',
         response: { 200: withExample(Type.Object({ agents: Type.Array(AgentSnapshotSchema) }), { agents: [EXAMPLE_SNAPSHOT] }), ...errorResponses(401, 429) },
       },
     },
-    async (request) => ({ agents: agents.list(requestCaller(request)) }),
+    async (request) => {
+      const caller = requestCaller(request);
+      const here = agents.list(caller);
+      if (!deps.cluster) return { agents: here };
+      const all = [...here, ...(await deps.cluster.agentsElsewhere(caller))];
+      return { agents: all.sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id)) };
+    },
   );
 
   app.get<{ Params: IdParams }>(

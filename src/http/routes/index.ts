@@ -14,6 +14,8 @@ import type { WorkspaceService } from '../../core/workspaces/workspace-service.j
 import type { Metrics } from '../../metrics/metrics.js';
 import type { VersionInfo } from '../../version.js';
 import type { SseOptions } from '../sse.js';
+import type { ClusterForwarding } from '../../core/cluster/forwarding.js';
+import type { Counter } from 'prom-client';
 import { registerAgentRoutes } from './agents.js';
 import { registerAuthRoutes } from './auth.js';
 import { registerConsoleRoutes } from './console.js';
@@ -47,6 +49,11 @@ export interface RouteServices {
   readonly sse: SseOptions;
   /** Where the web console's build is (packages/console/dist). */
   readonly consoleDir: string;
+  /**
+   * With several nodes on one database (SERVICE_DATABASE_URL): where an agent or a running job is, to forward
+   * requests for it (plugins/forward.ts) and list a caller's agents on every node. Absent: one node.
+   */
+  readonly cluster?: { readonly forwarding: ClusterForwarding; readonly forwarded: Counter<'route' | 'outcome'> };
 }
 
 export type RouteGroup = (app: FastifyInstance, services: RouteServices) => void | Promise<void>;
@@ -60,7 +67,7 @@ export const ROUTE_GROUPS: readonly RouteGroup[] = [
   (app, { workspaces, cloner }) => registerWorkspaceRoutes(app, { workspaces, ...(cloner ? { cloner } : {}) }),
   (app, { workspaces, archive }) => registerWorkspaceArchiveRoutes(app, { workspaces, settings: archive }),
   (app, { runs, sse }) => registerStreamRoutes(app, { runs, sse }),
-  (app, { agents, sse }) => registerAgentRoutes(app, { agents, sse }),
+  (app, { agents, sse, cluster }) => registerAgentRoutes(app, { agents, sse, ...(cluster ? { cluster: cluster.forwarding } : {}) }),
   (app, { sessions }) => registerSessionRoutes(app, { sessions }),
   (app, { images, sse }) => registerImageRoutes(app, { images, sse }),
   (app, { consoleDir }) => registerConsoleRoutes(app, { dir: consoleDir }),

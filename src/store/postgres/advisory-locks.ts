@@ -12,6 +12,12 @@ export const ADVISORY_LOCKS = {
 
 export type AdvisoryLock = keyof typeof ADVISORY_LOCKS;
 
+/**
+ * The namespace of the per-caller locks of cluster-wide places (store/slots/postgres-slot-store.ts): their second
+ * integer is a hash of the caller, so they have a namespace of their own and never meet the locks above.
+ */
+export const SLOT_LOCK_NAMESPACE = 0x62736c74; // 'bslt'
+
 /** The SQL arguments of pg_advisory_lock(int, int) and its kin for `lock`. */
 export function advisoryLockKey(lock: AdvisoryLock): [number, number] {
   return [BERTH_LOCK_NAMESPACE, ADVISORY_LOCKS[lock]];
