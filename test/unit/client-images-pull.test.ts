@@ -13,7 +13,7 @@ function berthAnswering(answer: (request: Request) => Response) {
     requests.push(request);
     return answer(request);
   }) as typeof globalThis.fetch;
-  return { berth: new Berth({ url: 'http://berth.test', fetch }), requests };
+  return { berth: new Berth({ url: 'http://berth.test', fetch, apiVersionCheck: 'off' }), requests };
 }
 
 const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });

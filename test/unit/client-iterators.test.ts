@@ -14,7 +14,7 @@ function berthWith(route: Route) {
     requests.push(url);
     return route(url, request);
   }) as typeof globalThis.fetch;
-  return { berth: new Berth({ url: 'http://berth.test', fetch }), requests };
+  return { berth: new Berth({ url: 'http://berth.test', fetch, apiVersionCheck: 'off' }), requests };
 }
 
 const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });

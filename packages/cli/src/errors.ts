@@ -1,6 +1,6 @@
 // Turning whatever went wrong into one line a person can act on: the server's own error text and HTTP
 // status, a hint where one helps, and an exit code. Never a stack trace.
-import { BerthError } from '@berth/client';
+import { BerthError, BerthVersionError } from '@berth/client';
 
 /** A failure the CLI itself reports (an agent that exited, a job that failed), with its exit code. */
 export class CliError extends Error {
@@ -42,6 +42,9 @@ export function report(error: unknown, url: string): Report {
       hint: 'is Berth running? start it with `make up`, or set --url/BERTH_URL',
       exitCode: 1,
     };
+  }
+  if (error instanceof BerthVersionError) {
+    return { message: `berth: ${error.message}`, hint: '`berth version` shows both versions', exitCode: 1 };
   }
   if (error instanceof BerthError) {
     const hint = hintFor(error);

@@ -9,6 +9,7 @@
 
 import createClient from 'openapi-fetch';
 import type { Api } from './api.js';
+import { ApiVersionHandshake, type ApiVersionCheck } from './api-version.js';
 import { Agents } from './agents.js';
 import { Auth, tokenEndpoints } from './auth.js';
 import type { paths } from './generated/openapi.js';
@@ -37,6 +38,7 @@ import type {
 } from './types.js';
 
 export { BerthError, BerthNetworkError, isAbortError } from './errors.js';
+export { API_VERSION, BerthVersionError, apiVersionsFit, type ApiVersionCheck } from './api-version.js';
 export { MemoryTokenStore, REFRESH_MARGIN_MS, type TokenStore, type Tokens } from './tokens.js';
 export { FINAL_JOB_STATUSES, type WaitForJobOptions } from './jobs.js';
 export type { AgentEventsOptions } from './agents.js';
@@ -73,6 +75,15 @@ export interface BerthOptions {
   retries?: number;
   /** Sent as User-Agent where the platform allows it (Node; browsers set their own). */
   userAgent?: string;
+  /**
+   * The version handshake: before its first call (but `version()` and `health()`) the client asks GET
+   * /version and compares the server's api_version with its own API_VERSION (they fit when their major
+   * versions are equal). `error` (default): a server that does not fit fails every call with a
+   * BerthVersionError; `warn`: `onWarning` is told once and calls go on; `off`: no check.
+   */
+  apiVersionCheck?: ApiVersionCheck;
+  /** Receives the handshake's warning in `warn` mode. Default: console.warn. */
+  onWarning?: (message: string) => void;
 }
 
 /** A client of one Berth server. */
@@ -105,7 +116,25 @@ export class Berth {
     // The token calls travel through the transport like every other call, and the transport asks the
     // token manager for tokens: the client below reaches the transport only once it exists.
     let transport: Transport | undefined;
-    const api: Api = createClient<paths>({ baseUrl: options.url, fetch: (request) => transport!.fetch(request) });
+    const handshake = new ApiVersionHandshake({
+      url: options.url.replace(/\/+$/, ''),
+      mode: options.apiVersionCheck ?? 'error',
+      serverApiVersion: async () => {
+        const response = await transport!.fetch(new Request(`${transport!.baseUrl}/version`));
+        const body = (await response.json().catch(() => undefined)) as { api_version?: unknown } | undefined;
+        return typeof body?.api_version === 'string' ? body.api_version : undefined;
+      },
+      warn: options.onWarning ?? ((message) => console.warn(message)),
+    });
+    const basePath = new URL(options.url).pathname.replace(/\/+$/, '');
+    const routeOf = (url: string) => new URL(url).pathname.slice(basePath.length);
+    const api: Api = createClient<paths>({
+      baseUrl: options.url,
+      fetch: async (request) => {
+        await handshake.before(routeOf(request.url), request.signal);
+        return transport!.fetch(request);
+      },
+    });
     const tokens = new TokenManager({
       accessToken: options.accessToken,
       apiToken: options.apiToken,
@@ -121,8 +150,9 @@ export class Berth {
     this.agents = new Agents(api);
     this.images = new Images(api);
     const raw = transport;
-    this.workspaces = new Workspaces(api, (path, init, replayable) => {
+    this.workspaces = new Workspaces(api, async (path, init, replayable) => {
       const request = new Request(`${raw.baseUrl}${path}`, init);
+      await handshake.before(routeOf(request.url), request.signal);
       return replayable ? raw.fetch(request) : raw.sendOnce(request);
     });
     this.usage = new Usage(api);

@@ -1,5 +1,6 @@
 // berth health and berth version: whether the Berth at --url is usable, and what runs there.
 import { Command } from 'commander';
+import { API_VERSION, apiVersionsFit } from '@berth/client';
 import { cliVersion, type ContextOf } from '../context.js';
 import { CliError } from '../errors.js';
 
@@ -27,10 +28,13 @@ export function versionCommand(contextOf: ContextOf): Command {
     .action(async (_options: unknown, command: Command) => {
       const { berth, output } = contextOf(command);
       const server = await berth.version();
-      output.record({ cli: cliVersion(), server }, [
+      // The version handshake, shown: whether this command's SDK and the server speak fitting API versions.
+      const fits = apiVersionsFit(API_VERSION, server.api_version);
+      output.record({ cli: cliVersion(), cli_api_version: API_VERSION, api_versions_fit: fits, server }, [
         ['berth (this command)', cliVersion()],
         ['server', server.version],
         ['api', server.api_version],
+        ['api (this command)', `${API_VERSION}, ${fits ? 'fits the server' : 'does not fit the server (the major versions differ)'}`],
         ['engine', server.engine_version],
         ['engine image', server.engine_image],
         ['agent image', server.agent_image],
