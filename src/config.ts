@@ -255,6 +255,12 @@ export interface Config {
     readonly nodeUrl: string;
     /** SERVICE_NODE_LEASE: how long a node's registration lives without a heartbeat (sent every third of it). */
     readonly nodeLeaseMs: number;
+    /**
+     * SERVICE_SHARED_DIR: a directory every node mounts (NFS…), where each workspace is saved after each run so
+     * that any node can restore it (core/workspaces/shared-workspaces.ts); only with SERVICE_DATABASE_URL.
+     * Checked at start (exists, a directory, writable); undefined: workspaces stay on their node's disk.
+     */
+    readonly sharedDir: string | undefined;
   };
   readonly rateLimit: {
     readonly enabled: boolean;
@@ -377,7 +383,11 @@ function clusterSettings(read: Reader): Config['cluster'] {
   const nodeLeaseMs = read.duration('SERVICE_NODE_LEASE', '15s');
   // Heartbeats go every third of the lease: below 3 s a busy database or event loop would lose it.
   if (nodeLeaseMs < 3_000) throw new ConfigError('SERVICE_NODE_LEASE', `"${read.optional('SERVICE_NODE_LEASE')}" is below the minimum of 3s`);
-  return { databaseUrl, nodeName, nodeUrl: nodeUrl.replace(/\/+$/, ''), nodeLeaseMs };
+  const sharedDir = read.optional('SERVICE_SHARED_DIR');
+  if (sharedDir !== undefined && !sharedDir.startsWith('/')) throw new ConfigError('SERVICE_SHARED_DIR', `"${sharedDir}" is not an absolute path`);
+  // Which node last held a workspace, and which saved copy is current, is in the shared database's index.
+  if (sharedDir !== undefined && databaseUrl === undefined) throw new ConfigError('SERVICE_SHARED_DIR', 'needs SERVICE_DATABASE_URL (the shared database says which saved copy of a workspace is current)');
+  return { databaseUrl, nodeName, nodeUrl: nodeUrl.replace(/\/+$/, ''), nodeLeaseMs, sharedDir };
 }
 
 /** Why a JWT secret is guessable, or undefined (kept for callers of the older name). */

@@ -10,6 +10,7 @@ import { SharedSessions } from '../core/sessions/shared-sessions.js';
 import { DirectorySessionRecords } from '../store/sessions/directory-session-records.js';
 import { PostgresSessionRecordStore } from '../store/sessions/postgres-session-record-store.js';
 import { WORKSPACES_NEED_ROOT, WorkspaceService } from '../core/workspaces/workspace-service.js';
+import { copyLimitBytes, SharedWorkspaceCopies } from '../core/workspaces/shared-copies.js';
 import { LoopDisks, unshareMountsBelow } from '../runtime/run-disk.js';
 import { SpareWorkspaceDisks } from '../runtime/spare-workspace-disks.js';
 import { WorkspaceDisks, workspaceInodes } from '../runtime/workspace-disks.js';
@@ -74,11 +75,20 @@ export async function buildStorage({ config, database, liveRuns, logger, teardow
   // Blank disks made ahead for new sessions' own workspaces, one per pooled engine (spare-workspace-disks.ts).
   const spareDisks = workspaceDisks ? new SpareWorkspaceDisks(workspaceDisks, config.pool.size + config.pool.agentSize, (details, message) => logger.warn(details, message)) : undefined;
   if (spareDisks) teardown.release(() => spareDisks.close());
+  // Several nodes with SERVICE_SHARED_DIR (only with a database, config.ts): workspaces saved there after each
+  // run and restored from there by a node without the current copy (core/workspaces/shared-copies.ts).
+  const inodes = workspaceInodes(config.workspaces.maxBytes, config.workspaces.maxFiles);
+  const copies =
+    config.cluster.sharedDir !== undefined && database !== undefined && workspaceDisks !== undefined
+      ? { store: await SharedWorkspaceCopies.open(config.cluster.sharedDir, copyLimitBytes(config.workspaces.maxBytes, inodes)), node: config.cluster.nodeName }
+      : undefined;
+  if (config.cluster.sharedDir !== undefined && copies === undefined) logger.warn({ sharedDir: config.cluster.sharedDir, reason: noDisks }, 'SERVICE_SHARED_DIR is not used: this Berth has no workspaces');
   const workspaces = new WorkspaceService({
     store: workspaceStore,
     disks: spareDisks,
     unavailableReason: noDisks === undefined ? WORKSPACES_NEED_ROOT : `${WORKSPACES_NEED_ROOT}: ${noDisks}`,
     sharedIndex: database !== undefined,
+    ...(copies ? { copies } : {}),
     settings: { ...config.workspaces, fileOwner },
     log: (details, message) => logger.warn(details, message),
   });

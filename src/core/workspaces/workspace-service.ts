@@ -4,6 +4,7 @@
 // and a workspace nobody used for SERVICE_WORKSPACE_TTL is removed. docs/workspaces.md.
 import { randomUUID } from 'node:crypto';
 import { execFile } from 'node:child_process';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { errors } from '../../errors.js';
@@ -14,6 +15,7 @@ import { treeUsage } from './workspace-files.js';
 import { translatingFullDisk } from './index-errors.js';
 import { Settling } from '../settling.js';
 import type { OpenWorkspace } from './open-workspace.js';
+import type { WorkspaceCopies } from './shared-copies.js';
 
 export type { WorkspaceRecord, WorkspaceSource } from '../../store/workspaces/workspace-store.js';
 
@@ -88,6 +90,11 @@ export interface WorkspaceServiceOptions {
    * start nor sweeps them (the node holding the disk does).
    */
   readonly sharedIndex?: boolean;
+  /**
+   * Several nodes with SERVICE_SHARED_DIR: each workspace is saved there after every run and API write, and a
+   * node whose disk is not the current copy (or that has none) restores it before using it (shared-copies.ts).
+   */
+  readonly copies?: { readonly store: WorkspaceCopies; readonly node: string };
   readonly settings: WorkspaceSettings;
   readonly log?: (details: object, message: string) => void;
   readonly now?: () => number;
@@ -96,6 +103,9 @@ export interface WorkspaceServiceOptions {
   /** Copies one tree into another (a fork); `cp -a` by default. */
   readonly copyTree?: (from: string, to: string) => Promise<void>;
 }
+
+/** On a workspace's disk, beside its tree (`.berth/`, Berth's own): which saved copy the disk holds. */
+const COPY_MARKER = 'shared-copy';
 
 /** The reason given when workspaces are asked for on a Berth without disks. */
 export const WORKSPACES_NEED_ROOT = 'workspaces need a rootful Berth (each workspace is a loop-mounted file system of its own)';
@@ -117,6 +127,8 @@ export class WorkspaceService {
   private readonly settling = new Settling();
   private readonly settings: WorkspaceSettings;
   private readonly now: () => number;
+  /** Restores from the shared directory in progress, one per workspace: later users wait for it. */
+  private readonly restoring = new Map<string, Promise<void>>();
 
   /** The index, its full-disk failures answered as 503 (index-errors.ts). */
   private readonly store: WorkspaceStore;
@@ -213,6 +225,7 @@ export class WorkspaceService {
             ? this.store.update(id, { sizeBytes: Math.max(0, current.sizeBytes + counted.bytes), fileCount: Math.max(0, current.fileCount + counted.files) })
             : this.measure(ws)
           ).catch((error: unknown) => this.options.log?.({ err: error, workspace: id }, 'could not measure a workspace'));
+          await this.saveCopy(id, ws.view);
         }
       });
     });
@@ -234,7 +247,7 @@ export class WorkspaceService {
     this.leases.set(id, holder);
     let disk: MountedWorkspaceDisk | undefined;
     try {
-      disk = await this.disks().open(id);
+      disk = await this.openDisk(id);
       const ws = this.openWorkspace(record, disk);
       await this.checkpoint(ws, 'last_run');
       await this.store.update(id, { lastUsedAt: this.isoNow(), runCheckpointAt: this.isoNow() });
@@ -255,6 +268,9 @@ export class WorkspaceService {
             await this.store.update(id, { lastUsedAt: this.isoNow() });
           } catch (error) {
             this.options.log?.({ err: error, workspace: id }, 'could not measure a workspace after its run');
+          }
+          try {
+            await this.saveCopy(id, mounted.view);
           } finally {
             mounted.release();
             if (this.leases.get(id) === holder) this.leases.delete(id);
@@ -304,6 +320,7 @@ export class WorkspaceService {
         try {
           await (this.options.copyTree ?? copyTree)(source.tree, join(target.view, 'tree'));
           await this.measure(this.openWorkspace(copy, target));
+          await this.saveCopy(copy.id, target.view);
         } finally {
           target.release();
         }
@@ -332,7 +349,8 @@ export class WorkspaceService {
     if (!this.available) return;
     const unused = await this.store.unusedSince(new Date(nowMs - this.settings.ttlMs).toISOString());
     // With a shared index, only the workspaces whose disks are on this node.
-    const here = this.options.sharedIndex && this.options.disks ? new Set(await this.options.disks.list()) : undefined;
+    // With saved copies (SERVICE_SHARED_DIR) a workspace is on no node's disk in particular: any node sweeps it.
+    const here = this.options.sharedIndex && this.options.disks && !this.options.copies ? new Set(await this.options.disks.list()) : undefined;
     const stale = here ? unused.filter((record) => here.has(record.id)) : unused;
     for (const record of stale) {
       if (this.leases.has(record.id) || (this.writers.get(record.id) ?? 0) > 0 || this.deleting.has(record.id)) continue;
@@ -394,6 +412,7 @@ export class WorkspaceService {
     try {
       await this.disks().remove(id);
       await this.store.delete(id);
+      await this.options.copies?.store.remove(id);
     } finally {
       this.deleting.delete(id);
     }
@@ -409,12 +428,88 @@ export class WorkspaceService {
   }
 
   private async onDisk<T>(record: WorkspaceRecord, fn: (ws: OpenWorkspace) => Promise<T>): Promise<T> {
-    const disk = await this.disks().open(record.id);
+    const disk = await this.openDisk(record.id);
     try {
       await this.store.update(record.id, { lastUsedAt: this.isoNow() });
       return await fn(this.openWorkspace(record, disk));
     } finally {
       disk.release();
+    }
+  }
+
+  /** The workspace's disk, mounted; with saved copies, made current from the shared directory first. */
+  private async openDisk(id: string): Promise<MountedWorkspaceDisk> {
+    if (this.options.copies) {
+      let pending = this.restoring.get(id);
+      if (pending === undefined) {
+        pending = this.makeCurrent(id).finally(() => this.restoring.delete(id));
+        this.restoring.set(id, pending);
+      }
+      await pending;
+    }
+    return this.disks().open(id);
+  }
+
+  /**
+   * Makes this node's disk of the workspace its current content: kept when it holds the last saved copy (or
+   * the workspace was never saved and the disk is here), else made anew from the shared directory. A
+   * workspace never saved whose disk is elsewhere is empty when the index says so; otherwise its content is
+   * on that node's disk only: 503.
+   */
+  private async makeCurrent(id: string): Promise<void> {
+    const copies = this.options.copies!;
+    const disks = this.disks();
+    const saved = await this.store.copyOf(id);
+    if (saved === undefined) throw errors.workspaceNotFound(id);
+    const present = await disks.exists(id);
+    if (present && (saved.copy === 0 || (await this.copyOnDisk(id)) === saved.copy)) return;
+    if (saved.copy === 0) {
+      if ((await this.store.get(id))?.fileCount === 0) {
+        (await disks.create(id)).release();
+        return;
+      }
+      throw errors.runtimeUnavailable(`workspace ${id} was made on another node and never saved to SERVICE_SHARED_DIR: its files are on that node's disk only`);
+    }
+    // An older copy here (the workspace ran on another node since): replaced whole.
+    if (present) await disks.remove(id);
+    const disk = await disks.create(id);
+    try {
+      await copies.store.restore(id, disk.view);
+      await writeFile(join(disk.view, '.berth', COPY_MARKER), String(saved.copy), { mode: 0o600 });
+    } catch (error) {
+      disk.release();
+      await disks.remove(id).catch(() => undefined);
+      throw error;
+    }
+    disk.release();
+    this.options.log?.({ workspace: id, copy: saved.copy, savedBy: saved.node }, 'workspace restored from SERVICE_SHARED_DIR');
+  }
+
+  /** The number of the saved copy this node's disk holds (0: none recorded). */
+  private async copyOnDisk(id: string): Promise<number> {
+    const disk = await this.disks().open(id);
+    try {
+      const text = await readFile(join(disk.view, '.berth', COPY_MARKER), 'utf8').catch(() => '0');
+      return Number.parseInt(text, 10) || 0;
+    } finally {
+      disk.release();
+    }
+  }
+
+  /**
+   * With saved copies: the workspace's tree (on its view) saved to the shared directory, recorded in the
+   * index as the next copy by this node, and noted on this disk. A failure is logged: the tree is whole on this
+   * node, and other nodes keep using the copy before it.
+   */
+  private async saveCopy(id: string, view: string): Promise<void> {
+    const copies = this.options.copies;
+    if (!copies || this.deleting.has(id)) return;
+    try {
+      await copies.store.save(id, view);
+      const copy = await this.store.recordCopy(id, copies.node);
+      if (copy !== undefined) await writeFile(join(view, '.berth', COPY_MARKER), String(copy), { mode: 0o600 });
+    } catch (error) {
+      this.options.log?.({ err: error, workspace: id }, 'could not save a workspace to SERVICE_SHARED_DIR: other nodes have its copy before this change');
     }
   }
 
