@@ -100,7 +100,7 @@ export async function startBerth(configured: Config, logger: Logger, hooks: Bert
     const containers = await buildEngineContainers({ ...base, rootful, runtime, agentNetwork, liveRuns, noDisks, sessions, engineAccess, grants, gateway, metrics, ...(database ? { database } : {}) });
     const pools = await buildPools({ config, runtime, sessions, containers, metrics, logger });
     const { runs, jobs } = await buildRunServices({
-      ...base, runtime, stores, sessions, workspaces, containers, pools, engineAccess, grants, budgets: gateway.budgets, metrics, shutdownSignal: shutdown.signal,
+      ...base, runtime, stores, sessions, workspaces, containers, pools, engineAccess, grants, budgets: gateway.budgets, metrics, shutdownSignal: shutdown.signal, shared,
     });
 
     // Read when the stop comes: undefined if the start failed before the agents existed.

@@ -18,14 +18,18 @@ import type { WorkspaceService } from '../core/workspaces/workspace-service.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { ContainerRuntime } from '../runtime/container-runtime.js';
 import { loopWorkdirBinder } from '../runtime/workdir-binds.js';
+import type { SharedDatabase } from './database.js';
 import type { EngineContainers } from './engine-containers.js';
+import { sharedJobQueue, watchNodeLoss } from './job-dispatch.js';
 import type { Stores } from './stores.js';
 import type { Teardown } from './teardown.js';
 
 export interface RunServiceInputs {
   readonly config: Config;
   readonly runtime: ContainerRuntime;
-  readonly stores: Pick<Stores, 'jobs' | 'events'>;
+  readonly stores: Pick<Stores, 'jobs' | 'events' | 'agents'>;
+  /** The shared database and this node's lease: jobs are dispatched through it, lost nodes taken over. */
+  readonly shared?: SharedDatabase | undefined;
   readonly sessions: SessionStore;
   readonly workspaces: WorkspaceService;
   readonly containers: Pick<EngineContainers, 'images' | 'executor' | 'slots' | 'stacks'>;
@@ -96,9 +100,11 @@ export async function buildRunServices(inputs: RunServiceInputs): Promise<RunSer
     log: logger,
     shutdownSignal: inputs.shutdownSignal,
     observer: { jobCounts: (counts) => Object.entries(counts).forEach(([status, n]) => metrics.jobs.set({ status }, n)) },
+    shared: sharedJobQueue({ shared: inputs.shared, stores, registry: metrics.registry, logger }),
   });
   // At stop this runs after the runs were cancelled (resources are released after the work), to record their ends.
   teardown.release(() => jobs.close());
   await jobs.start();
+  watchNodeLoss({ config, shared: inputs.shared, stores, jobs, logger, teardown });
   return { runs, jobs };
 }

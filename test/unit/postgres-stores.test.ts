@@ -312,7 +312,7 @@ describe('PostgreSQL stores shared by several nodes', () => {
     assert.deepEqual((await b.events.after('agent:x', 0)).events, [first]);
   });
 
-  it('every node reads and changes every job; a node\'s start-up lists (withStatus, pendingWebhooks) only the jobs it accepted', async () => {
+  it('every node reads and changes every job; a node\'s start-up lists only its own jobs: pending ones it accepted, running ones it runs, webhooks it owes', async () => {
     const { a, b } = await twoNodes();
     await a.jobs.insert(newJob(1));
     await a.jobs.insert(newJob(2));
@@ -325,8 +325,9 @@ describe('PostgreSQL stores shared by several nodes', () => {
     assert.equal((await b.jobs.get('job-2'))?.status, 'running');
     await a.jobs.insert(newJob(4, { webhookUrl: 'https://example.com/hook' }));
     await b.jobs.transition('job-4', ['pending'], { status: 'completed' }, T1);
-    assert.deepEqual((await a.jobs.pendingWebhooks()).map((job) => job.id), ['job-4'], 'node A delivers the webhook of the job it accepted');
-    assert.deepEqual(await b.jobs.pendingWebhooks(), [], 'node B does not deliver it a second time');
+    // The node that finished a job owes its webhook (it sends it at once; its next start again if it did not end).
+    assert.deepEqual((await b.jobs.pendingWebhooks()).map((job) => job.id), ['job-4'], 'node B, which finished the job, delivers its webhook');
+    assert.deepEqual(await a.jobs.pendingWebhooks(), [], 'node A, which accepted it, does not deliver it a second time');
   });
 
   it('of nodes claiming one pending job at once, exactly one wins', async () => {

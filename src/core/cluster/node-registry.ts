@@ -36,6 +36,7 @@ export class NodeRegistry {
   /** The heartbeat under way, if any: heartbeats never overlap, and deregister() waits for the last. */
   private beating: Promise<void> = Promise.resolve();
   private readonly now: () => number;
+  private readonly lostListeners: (() => void)[] = [];
 
   private constructor(
     private readonly store: NodeStore,
@@ -71,9 +72,26 @@ export class NodeRegistry {
     return this.state.kind === 'registered';
   }
 
-  /** Nodes whose lease lapsed without a release: lost. */
+  /** Nodes whose lease lapsed without a release, their loss not handled yet: lost. */
   expiredNodes(): Promise<NodeRecord[]> {
     return this.store.expired();
+  }
+
+  /** Takes the handling of lost node `name` for this node, for `forMs` (node-loss.ts); false: not ours to handle. */
+  takeLoss(name: string, forMs: number): Promise<boolean> {
+    if (this.state.kind !== 'registered') return Promise.resolve(false);
+    return this.store.takeLoss(name, this.identity.name, forMs);
+  }
+
+  /** Records that this node took over lost node `name`'s work. */
+  lossHandled(name: string): Promise<boolean> {
+    return this.store.lossHandled(name, this.identity.name);
+  }
+
+  /** Called once if this node loses its lease while running (taken over, or its loss handled by another node). */
+  whenLost(listener: () => void): void {
+    if (this.state.kind === 'lost') listener();
+    else this.lostListeners.push(listener);
   }
 
   /** Every node registered on the database, this one included. */
@@ -99,7 +117,8 @@ export class NodeRegistry {
         // Taken over after our lease lapsed (a pause longer than the lease): the name is another process's now.
         this.state = { kind: 'lost' };
         clearInterval(this.timer);
-        this.options.onHeartbeatError(new Error(`node "${this.identity.name}" lost its lease: another process holds the name now`));
+        this.options.onHeartbeatError(new Error(`node "${this.identity.name}" lost its lease: another process holds the name now, or another node took over its work`));
+        for (const listener of this.lostListeners.splice(0)) listener();
         return;
       }
       this.state = { kind: 'registered', expiresAtMs: this.localExpiry(renewed) };

@@ -29,11 +29,20 @@ export const JOB_MESSAGES = {
   restartedWhilePending: 'the service restarted before the job started, and the job could not be accepted again',
   stoppedWhileRunning: 'the service stopped while the job was running; its container was removed',
   stoppedWhilePending: 'the service stopped before the job started; the job was never run',
+  nodeLostWhileRunning: (node: string) =>
+    `the node running the job (${node}) was lost (its lease lapsed); the job was not run again, its container is removed if that node comes back`,
+  nodeLostWhilePending: (node: string) =>
+    `the job's accepting node (${node}) was lost before the job started, and only that node could run it (its session, workspace or secrets are there); the job was never run`,
 } as const;
 
 /** crash_info of a job that the service itself cut off; there is no container exit to report. */
 export function serviceCrash(reason: Extract<CrashReason, 'service_stop' | 'service_restart'>): CrashInfo {
   return { exit_code: -1, signal: '', partial_output: '', task_completed: false, reason };
+}
+
+/** crash_info of a job whose node was lost (issue 26): declared by another node, nothing is known of its end. */
+export function nodeLostCrash(): CrashInfo {
+  return { exit_code: -1, signal: '', partial_output: '', task_completed: false, reason: 'node_lost' };
 }
 
 /** The final status and fields of a job whose run ended with `outcome` (a DELETE is not an outcome: see cancel). */

@@ -7,18 +7,24 @@
 //      └──────── DELETE ──────┴──▶ cancelled
 //   service stop: pending, running ──▶ crashed; start-up after a crash or a detach: running jobs followed
 //   again (crashed only when their container is gone), pending jobs run   (docs/jobs.md)
+//
+// With a shared database (`shared`), pending jobs are not this process's: they wait in the store's queue and
+// the node that claims one runs it (job-dispatcher.ts); a stop hands back what this node claimed and never
+// started, and a lost node's running jobs are crashed (`node_lost`) by the node that takes its work over.
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { BerthError, errors } from '../../errors.js';
 import type { RunRequest } from '../run-request.js';
 import type { AcceptedRun } from '../runs/run-service.js';
-import type { Job, JobChange, JobStatus, JobStore } from '../../store/jobs/job-store.js';
+import type { ClaimedJob, Job, JobChange, JobStatus, JobStore, JobWakeups, SharedJobQueue } from '../../store/jobs/job-store.js';
 import type { Caller } from '../auth/caller.js';
 import type { ContainerState } from '../../runtime/ports/containers.js';
 import type { WebhookSender } from '../webhooks/deliverer.js';
 import { jobFinishedPayload, jobListItem, jobView, type JobListItem, type JobView } from './job-view.js';
 import { RunQueue } from './run-queue.js';
-import { JOB_MESSAGES, outcomeChange, serviceCrash, type JobRunner } from './job-outcome.js';
+import { JOB_MESSAGES, nodeLostCrash, outcomeChange, serviceCrash, type JobRunner } from './job-outcome.js';
+import { JobDispatcher } from './job-dispatcher.js';
+import { runsOnAnyNode } from './job-placement.js';
 import { isStorageFull } from '../../store/sqlite.js';
 import type { JobEvents, JobEventStream } from './job-events.js';
 
@@ -48,6 +54,16 @@ export interface JobServiceDependencies {
   readonly pruneIntervalMs?: number;
   /** How long DELETE waits for a running job's container to be removed before answering. Default 15 s. */
   readonly cancelWaitMs?: number;
+  /**
+   * Several nodes on one database: jobs are dispatched through the store's queue (`queue`: the raw store,
+   * whose claims are not status changes), woken by `wakeups`; `dispatched` observes each claim's wait.
+   */
+  readonly shared?: {
+    readonly queue: SharedJobQueue;
+    readonly wakeups: JobWakeups;
+    readonly pollMs?: number;
+    readonly dispatched?: (seconds: number, path: 'queued' | 'local') => void;
+  };
 }
 
 export interface SubmittedJob {
@@ -83,11 +99,26 @@ export class JobService {
   private readonly now: () => number;
   private pruneTimer: NodeJS.Timeout | undefined;
   private closed = false;
+  /** With a shared database: this node's share of the cluster's queue (the local `queue` then stays empty). */
+  private readonly dispatcher: JobDispatcher | undefined;
 
   constructor(private readonly deps: JobServiceDependencies) {
     this.now = deps.now ?? Date.now;
     this.queue = new RunQueue(deps.maxConcurrentRuns, (id, error) => deps.log.error({ err: error, jobId: id }, 'job task failed unexpectedly'));
     deps.shutdownSignal?.addEventListener('abort', () => this.unstarted.push(...this.queue.close()), { once: true });
+    const { shared } = deps;
+    this.dispatcher = shared
+      ? new JobDispatcher({
+          queue: shared.queue,
+          wakeups: shared.wakeups,
+          slots: deps.maxConcurrentRuns,
+          run: (claimed) => this.runClaimed(claimed),
+          reconcile: () => this.reconcile(),
+          ...(shared.dispatched ? { dispatched: shared.dispatched } : {}),
+          ...(shared.pollMs !== undefined ? { pollMs: shared.pollMs } : {}),
+          log: deps.log,
+        })
+      : undefined;
   }
 
   /**
@@ -115,10 +146,16 @@ export class JobService {
         crashed += 1;
       }
     }
-    // Jobs that had not started are accepted again, under their run and session ids, and queued in their
-    // submission order; one that can no longer be accepted (its session or image gone) crashes with the reason.
+    // Shared queue: what this node had claimed and not started goes back to it (nothing of it ran); its
+    // pending jobs are anyone's to claim. One node: jobs that had not started are accepted again, under their
+    // run and session ids, and queued in their submission order; one that can no longer be accepted (its
+    // session or image gone) crashes with the reason.
     let queued = 0;
-    for (const job of await store.withStatus('pending')) {
+    if (this.deps.shared) {
+      const handedBack = await this.deps.shared.queue.unclaimAll();
+      if (handedBack > 0) log.info({ count: handedBack }, 'jobs this node had claimed and not started are back in the shared queue');
+    }
+    for (const job of this.deps.shared ? [] : await store.withStatus('pending')) {
       try {
         const accepted = await this.deps.runs.acceptAgain({ runId: job.runId, sessionId: job.sessionId, request: job.request as RunRequest, caller: { owner: job.owner } });
         this.accepted.set(job.id, accepted);
@@ -141,6 +178,7 @@ export class JobService {
     }, interval);
     this.pruneTimer.unref();
     this.refreshCounts();
+    this.dispatcher?.start();
   }
 
   /** POST /run/async: validation and the session happen here, so refusals are ordinary HTTP errors. */
@@ -150,9 +188,11 @@ export class JobService {
     const accepted = await this.deps.runs.accept(request, { caller, slot: 'later' });
     const id = `job-${randomUUID()}`;
     let inserted = false;
+    // Shared queue: with a free slot here the job is this node's at once; otherwise it waits to be claimed.
+    const claimedHere = this.dispatcher?.reserve() ?? false;
     try {
       if (this.isStopping()) throw errors.shuttingDown();
-      await this.deps.store.insert({
+      const job = await this.deps.store.insert({
         id,
         sessionId: accepted.session.sessionId,
         runId: accepted.runId,
@@ -160,11 +200,14 @@ export class JobService {
         request,
         owner: caller.owner,
         createdAt: this.timestamp(),
+        ...(this.dispatcher ? { claimed: claimedHere, pinned: !runsOnAnyNode(accepted.plan) } : {}),
       });
       inserted = true;
       this.accepted.set(id, accepted);
-      this.queue.enqueue(id, () => track(this.jobTasks, this.runJob(id)));
+      if (!this.dispatcher) this.queue.enqueue(id, () => track(this.jobTasks, this.runJob(id)));
+      else if (claimedHere) this.dispatcher.launch({ job, waitedMs: 0, acceptedBy: this.deps.shared!.queue.node });
     } catch (error) {
+      if (claimedHere && !inserted) this.dispatcher!.unreserve();
       this.accepted.delete(id);
       await this.deps.runs.abandon(accepted);
       if (!inserted) throw isStorageFull(error) ? errors.storageFull('job database') : error;
@@ -216,7 +259,9 @@ export class JobService {
       if (!job) throw errors.jobNotFound(id);
       throw errors.jobFinished(id, job.status);
     }
-    if (this.queue.remove(id)) await this.releaseQueued(id);
+    // Held here for the shared queue, or waiting in this process's: let go (a claimer elsewhere finds it cancelled).
+    if (this.queue.remove(id) || (this.dispatcher && !this.running.has(id))) await this.releaseQueued(id);
+    // Running on another node: that node aborts it when it sees the change (reconcile); nothing to wait for here.
     const run = this.running.get(id);
     if (run) {
       run.controller.abort();
@@ -242,6 +287,7 @@ export class JobService {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.pruneTimer);
+    if (this.dispatcher) return this.closeShared();
     const at = this.timestamp();
     this.unstarted.push(...this.queue.close());
     for (const id of this.unstarted.splice(0)) {
@@ -259,9 +305,13 @@ export class JobService {
     return [...this.accepted.keys(), ...this.running.keys()];
   }
 
-  /** Shutdown with `drain`: resolves once no job is queued or running (new ones are refused by then). */
+  /**
+   * Shutdown with `drain`: resolves once no job is queued or running (new ones are refused by then). Shared
+   * queue: once none runs here (the jobs waiting in the queue are other nodes' to run).
+   */
   async idle(pollMs = 100): Promise<void> {
-    while (this.accepted.size > 0 || this.running.size > 0) await new Promise((resolve) => setTimeout(resolve, pollMs));
+    const busy = () => (this.dispatcher ? this.running.size > 0 : this.accepted.size > 0 || this.running.size > 0);
+    while (busy()) await new Promise((resolve) => setTimeout(resolve, pollMs));
   }
 
   /**
@@ -273,9 +323,129 @@ export class JobService {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.pruneTimer);
+    if (this.dispatcher) {
+      await this.dispatcher.stop();
+      await this.letGoOfQueued();
+    }
     const left = this.queue.close();
     if (left.length > 0) this.deps.log.info({ count: left.length }, 'jobs left pending for the next start');
     if (this.running.size > 0) this.deps.log.info({ count: this.running.size }, 'jobs left running for the next start to follow');
+    this.deliveries.abort();
+    await Promise.allSettled([...this.deliveryTasks]);
+  }
+
+  /**
+   * A lost node's jobs, taken over by this node (core/cluster/node-loss.ts, once per lost node): its running
+   * jobs crash with `node_lost` (each by one compare-and-set: of two nodes taking over at once, one moves
+   * each job) and their webhooks are sent from here; its pending jobs only it could run crash likewise; the
+   * webhooks it owed are sent from here. What it claimed and never started is back in the queue.
+   */
+  async takeOverLostNode(node: string): Promise<{ readonly crashed: number; readonly webhooks: number }> {
+    const queue = this.deps.shared?.queue;
+    if (!queue) return { crashed: 0, webhooks: 0 };
+    const { running, stranded, owedWebhooks } = await queue.lostNodeJobs(node);
+    const at = this.timestamp();
+    let crashed = 0;
+    let webhooks = 0;
+    const crash = async (job: Job, from: 'running' | 'pending', error: string) => {
+      const changed = await this.deps.store.transition(job.id, [from], { status: 'crashed', crashInfo: nodeLostCrash(), error }, at);
+      if (!changed) return;
+      crashed += 1;
+      if (changed.webhookState === 'pending') webhooks += 1;
+      this.afterFinish(changed);
+    };
+    for (const job of running) await crash(job, 'running', JOB_MESSAGES.nodeLostWhileRunning(node));
+    for (const job of stranded) await crash(job, 'pending', JOB_MESSAGES.nodeLostWhilePending(node));
+    for (const job of owedWebhooks) {
+      const taken = await queue.takeOverWebhook(job.id, node);
+      if (taken) {
+        webhooks += 1;
+        this.deliver(taken);
+      }
+    }
+    return { crashed, webhooks };
+  }
+
+  /**
+   * This node lost its lease (its heartbeat found another node handling its loss): it claims nothing more,
+   * aborts the jobs it runs (another node has crashed them, or will: their containers are removed here), and
+   * lets go of what it held for the queue.
+   */
+  async leaseLost(): Promise<void> {
+    if (!this.dispatcher) return;
+    await this.dispatcher.stop();
+    await this.letGoOfQueued();
+    for (const run of this.running.values()) run.controller.abort();
+  }
+
+  /** A job this node claimed from the shared queue (or at submission): accepted here again if need be, then run. */
+  private async runClaimed({ job, acceptedBy }: ClaimedJob): Promise<void> {
+    const queue = this.deps.shared!.queue;
+    if (!this.accepted.has(job.id)) {
+      if (this.isStopping()) {
+        await queue.unclaim(job.id);
+        return;
+      }
+      try {
+        this.accepted.set(job.id, await this.deps.runs.acceptAgain({ runId: job.runId, sessionId: job.sessionId, request: job.request as RunRequest, caller: { owner: job.owner } }));
+      } catch (error) {
+        if (acceptedBy !== queue.node) {
+          // What it needs is on its accepting node (a session, a secret, an image): it goes back, for that node only.
+          this.deps.log.info({ err: error, jobId: job.id, acceptedBy }, 'a claimed job cannot be accepted on this node; handed back to its accepting node');
+          await queue.unclaim(job.id, { pin: true });
+          return;
+        }
+        this.deps.log.warn({ err: error, jobId: job.id }, 'a job of this node cannot be accepted again');
+        const reason = error instanceof BerthError ? `: ${error.message}` : '';
+        const crashed = await this.deps.store.transition(job.id, ['pending'], { status: 'crashed', crashInfo: serviceCrash('service_restart'), error: `${JOB_MESSAGES.restartedWhilePending}${reason}` }, this.timestamp());
+        if (crashed) this.afterFinish(crashed);
+        return;
+      }
+    }
+    await track(this.jobTasks, this.runJob(job.id));
+  }
+
+  /**
+   * The jobs this node holds, checked against the shared queue: a queued job claimed elsewhere, cancelled or
+   * gone is let go of; a job this node runs that is no longer running (or claimed) here is aborted (a DELETE
+   * on another node, or its loss declared while it was paused), which removes its container.
+   */
+  private async reconcile(): Promise<void> {
+    const queue = this.deps.shared!.queue;
+    const ids = [...new Set([...this.accepted.keys(), ...this.running.keys()])];
+    if (ids.length === 0) return;
+    const placements = await queue.placements(ids);
+    for (const id of ids) {
+      const placement = placements.get(id);
+      const mine = placement?.claimedBy === queue.node && (placement.status === 'pending' || placement.status === 'running');
+      const run = this.running.get(id);
+      if (run) {
+        if (!mine) run.controller.abort();
+      } else if (!mine && !(placement?.status === 'pending' && placement.claimedBy === null)) {
+        await this.releaseQueued(id);
+      }
+    }
+  }
+
+  /** Lets go of the jobs held here for the shared queue: they stay pending, anyone's to claim. */
+  private async letGoOfQueued(): Promise<void> {
+    for (const id of [...this.accepted.keys()]) if (!this.running.has(id)) await this.releaseQueued(id);
+  }
+
+  /**
+   * Shutdown on the shared queue: nothing more is claimed; queued jobs stay pending for the other nodes
+   * (those claimed here and not started go back to the queue); running jobs end as on one node.
+   */
+  private async closeShared(): Promise<void> {
+    const { queue } = this.deps.shared!;
+    await this.dispatcher!.stop();
+    await this.letGoOfQueued();
+    for (const run of this.running.values()) run.controller.abort();
+    await Promise.allSettled([...this.jobTasks]);
+    await this.dispatcher!.settled();
+    await Promise.allSettled([...this.jobTasks]);
+    const handedBack = await queue.unclaimAll();
+    if (handedBack > 0) this.deps.log.info({ count: handedBack }, 'jobs claimed here and not started are back in the shared queue');
     this.deliveries.abort();
     await Promise.allSettled([...this.deliveryTasks]);
   }
@@ -301,10 +471,18 @@ export class JobService {
     let finish!: () => void;
     // Registered before the job is marked running, so a DELETE in between finds something to abort.
     this.running.set(id, { controller, done: new Promise<void>((resolve) => (finish = resolve)) });
+    if (this.isStopping()) controller.abort();
     try {
       // Still pending until a container slot is free (SERVICE_MAX_CONTAINERS, _PER_CALLER); a cancel or
       // the shutdown ends the wait and is handled just below.
       await accepted.slot.wait(controller.signal).catch(() => undefined);
+      if (this.dispatcher && (controller.signal.aborted || this.isStopping())) {
+        // Never started: a stop hands it back to the shared queue (another node runs it); a cancel or a
+        // claim lost meanwhile leaves it to the record.
+        await this.deps.runs.abandon(accepted);
+        if (this.isStopping()) await this.deps.shared!.queue.unclaim(id);
+        return;
+      }
       const started = await this.deps.store.transition(id, ['pending'], { status: 'running' }, this.timestamp());
       if (!started || controller.signal.aborted || this.isStopping()) {
         await this.deps.runs.abandon(accepted);

@@ -17,7 +17,7 @@ const CrashInfoSchema = Type.Object(
     signal: Type.String({ description: 'Signal that ended the engine, e.g. SIGKILL; empty when none is known.' }),
     partial_output: Type.String({ description: 'The engine\'s stream-json lines printed before the end.' }),
     task_completed: Type.Boolean({ description: 'Whether a successful final result had been printed.' }),
-    reason: Type.Union(['oom', 'timeout', 'signal', 'service_stop', 'service_restart'].map((r) => Type.Literal(r))),
+    reason: Type.Union(['oom', 'timeout', 'signal', 'service_stop', 'service_restart', 'node_lost'].map((r) => Type.Literal(r))),
   },
   { description: 'Set when status is crashed, null otherwise.' },
 );

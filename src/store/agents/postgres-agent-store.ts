@@ -92,7 +92,7 @@ export class PostgresAgentStore implements AgentStore {
   async update(id: string, progress: AgentProgress): Promise<void> {
     await this.db.query(
       `UPDATE agents SET status = $3, current_turn = $4, turns_completed = $5, turns_ended = $6, exit_error = $7,
-         last_activity_at = $8, exited_at = $9 WHERE node = $1 AND id = $2`,
+         last_activity_at = $8, exited_at = $9 WHERE node = $1 AND id = $2 AND lost_at IS NULL`,
       [
         this.node, id, progress.status, progress.currentTurn, progress.turnsCompleted, progress.turnsEnded,
         jsonText(progress.exitError), progress.lastActivityAt, progress.exitedAt,
@@ -102,6 +102,20 @@ export class PostgresAgentStore implements AgentStore {
 
   async remove(id: string): Promise<void> {
     await this.db.query('DELETE FROM agents WHERE node = $1 AND id = $2', [this.node, id]);
+  }
+
+  /**
+   * Another node's agents, that node being lost (issue 26, core/cluster/node-loss.ts): every live one becomes
+   * exited with `exitError` at `at`, in one statement (of two nodes doing it at once, each agent is moved by
+   * one); the lost node's own later writes no longer change them (lost_at). Answers the ids moved.
+   */
+  async markNodeLost(node: string, exitError: string, at: string): Promise<string[]> {
+    const rows = await this.db.query<{ id: string }>(
+      `UPDATE agents SET status = 'exited', current_turn = NULL, exit_error = $2, exited_at = $3, last_activity_at = $3, lost_at = $3
+       WHERE node = $1 AND status <> 'exited' RETURNING id`,
+      [node, jsonText(exitError), at],
+    );
+    return rows.map((row) => row.id);
   }
 
   async live(): Promise<AgentRecord[]> {

@@ -18,9 +18,10 @@ export function isFinished(status: JobStatus): boolean {
 /**
  * Why a job crashed: the run was killed for memory (`oom`) or for its container.timeout (`timeout`),
  * the engine died by a signal (`signal`), or the service went away under it: stopped gracefully while
- * the job was queued or running (`service_stop`), or found unfinished at start-up (`service_restart`).
+ * the job was queued or running (`service_stop`), found unfinished at start-up (`service_restart`), or
+ * the node running it was lost (its lease lapsed; another node of the cluster declared it, `node_lost`).
  */
-export type CrashReason = 'oom' | 'timeout' | 'signal' | 'service_stop' | 'service_restart';
+export type CrashReason = 'oom' | 'timeout' | 'signal' | 'service_stop' | 'service_restart' | 'node_lost';
 
 export interface CrashInfo {
   /** The container's exit code (137 after a kill); -1 when the service restarted and none is known. */
@@ -65,6 +66,12 @@ export interface NewJob {
   readonly request: StoredRequest;
   readonly owner: string;
   readonly createdAt: string;
+  /**
+   * Shared dispatch only (a store without it ignores both): `claimed`, the accepting node takes the job at
+   * once (it has a free slot); `pinned`, only the accepting node may ever claim it.
+   */
+  readonly claimed?: boolean;
+  readonly pinned?: boolean;
 }
 
 /** A status change and the fields that come with it; fields left out keep their value. */
@@ -111,4 +118,61 @@ export interface JobStore {
   /** Removes finished jobs whose finished_at is before `cutoff`; returns how many. */
   deleteFinishedBefore(cutoff: string): Promise<number>;
   close(): Promise<void>;
+}
+
+/** A job taken from the shared queue, and how long it waited there (submission to claim, the database's clock). */
+export interface ClaimedJob {
+  readonly job: Job;
+  readonly waitedMs: number;
+  /** The node that accepted it (whose disk holds what a pinned job needs). */
+  readonly acceptedBy: string;
+}
+
+/** Where a job stands for dispatch: its status and the node that claimed it (null: none). */
+export interface JobPlacement {
+  readonly status: JobStatus;
+  readonly claimedBy: string | null;
+}
+
+/**
+ * The queue of a job store shared by several nodes (PostgreSQL, issue 26): pending jobs are claimed by the
+ * nodes with free slots, oldest first, each by one node (`FOR UPDATE SKIP LOCKED`). A job moves from pending
+ * to running only on the node that claimed it (JobStore.transition refuses a pending job claimed by another),
+ * so claiming is the only way a job starts, and no job runs twice.
+ */
+export interface SharedJobQueue {
+  /** The node this queue claims for. */
+  readonly node: string;
+  /** Claims up to `limit` claimable jobs (unclaimed, pending, not pinned to another node), oldest first. */
+  claim(limit: number): Promise<ClaimedJob[]>;
+  /**
+   * Hands back a job this node claimed and never started (it stays pending, claimable again); `pin`: only its
+   * accepting node may claim it now. False when it is no longer pending and this node's.
+   */
+  unclaim(id: string, options?: { readonly pin?: boolean }): Promise<boolean>;
+  /** Hands back every job this node claimed and never started (a start, a stop); returns how many. */
+  unclaimAll(): Promise<number>;
+  /** The placement of each of `ids` still recorded. */
+  placements(ids: readonly string[]): Promise<Map<string, JobPlacement>>;
+  /**
+   * A lost node's jobs, for another node to take over: `running`, those it claimed and started (they crash);
+   * `stranded`, its pending ones no other node may claim (pinned to it; they crash too); `owedWebhooks`,
+   * finished ones whose webhook it had not delivered. Its claimed and never started jobs are handed back to
+   * the queue by this same call.
+   */
+  lostNodeJobs(node: string): Promise<{ running: Job[]; stranded: Job[]; owedWebhooks: Job[] }>;
+  /** Takes over the delivery of a lost node's owed webhook; false when another node took it first. */
+  takeOverWebhook(id: string, from: string): Promise<Job | undefined>;
+}
+
+/** What wakes a node's share of the shared queue (postgres-job-wakeups.ts: LISTEN/NOTIFY). */
+export type JobWakeup =
+  | { readonly kind: 'pending' }
+  /** A job claimed by, or accepted on, one of `nodes` changed status or claimer. */
+  | { readonly kind: 'changed'; readonly nodes: readonly string[] };
+
+export interface JobWakeups {
+  /** Starts listening; `on` is called for every wake-up until stop(). */
+  start(on: (wakeup: JobWakeup) => void): void;
+  stop(): Promise<void>;
 }

@@ -8,7 +8,8 @@ import { StoreQueries } from '../postgres/database.js';
 import { applyPostgresMigrations } from '../postgres/migrate.js';
 import {
   FINISHED_STATUSES, JOB_STATUSES, isFinished,
-  type Job, type JobChange, type JobListQuery, type JobStatus, type JobStore, type JobSummary, type NewJob, type WebhookState,
+  type ClaimedJob, type Job, type JobChange, type JobListQuery, type JobPlacement, type JobStatus, type JobStore, type JobSummary, type NewJob,
+  type SharedJobQueue, type WebhookState,
 } from './job-store.js';
 
 const MIGRATIONS = new URL('./migrations/postgres/', import.meta.url);
@@ -55,11 +56,11 @@ function toJob(row: JobRow): Job {
   };
 }
 
-export class PostgresJobStore implements JobStore {
+export class PostgresJobStore implements JobStore, SharedJobQueue {
   private constructor(
     private readonly db: StoreQueries,
     /** The node this store serves: its inserts are this node's jobs, withStatus and pendingWebhooks answer only them. */
-    private readonly node: string,
+    readonly node: string,
   ) {}
 
   /**
@@ -73,10 +74,13 @@ export class PostgresJobStore implements JobStore {
   }
 
   async insert(job: NewJob): Promise<Job> {
+    // A job claimed at once is claimed when it is queued (its dispatch took no time); otherwise the insert's
+    // trigger wakes every node (NOTIFY berth_jobs 'pending', sent at commit).
     const [row] = await this.db.query<JobRow>(
-      `INSERT INTO jobs (id, status, session_id, run_id, webhook_url, request, owner, created_at, updated_at, node)
-       VALUES ($1, 'pending', $2, $3, $4, $5, $6, $7, $7, $8) RETURNING ${COLUMNS}`,
-      [job.id, job.sessionId, job.runId, job.webhookUrl, JSON.stringify(job.request), job.owner, job.createdAt, this.node],
+      `INSERT INTO jobs (id, status, session_id, run_id, webhook_url, request, owner, created_at, updated_at, node, accepted_by, pinned, claimed_by, claimed_at)
+       VALUES ($1, 'pending', $2, $3, $4, $5, $6, $7, $7, $8, $8, $9, CASE WHEN $10 THEN $8 END, CASE WHEN $10 THEN clock_timestamp() END)
+       RETURNING ${COLUMNS}`,
+      [job.id, job.sessionId, job.runId, job.webhookUrl, JSON.stringify(job.request), job.owner, job.createdAt, this.node, job.pinned === true, job.claimed === true],
     );
     return toJob(row!);
   }
@@ -107,22 +111,104 @@ export class PostgresJobStore implements JobStore {
     if (change.structuredOutput !== undefined) set('structured_output', JSON.stringify(change.structuredOutput));
     if (change.crashInfo !== undefined) set('crash_info', JSON.stringify(change.crashInfo));
     if (change.error !== undefined) set('error', JSON.stringify(change.error));
+    values.push(this.node);
+    const node = `$${values.length}`;
     if (isFinished(change.status)) {
-      sets.push('finished_at = $4', `webhook_state = CASE WHEN webhook_url IS NULL THEN NULL ELSE 'pending' END`);
+      // This node moved the job to its end: it owes the webhook.
+      sets.push('finished_at = $4', `webhook_state = CASE WHEN webhook_url IS NULL THEN NULL ELSE 'pending' END`, `finished_by = ${node}`);
+    }
+    // Started only by the node that claimed it (or, unclaimed, by this node, which then holds it): a node that
+    // lost its claim (handed back while it was paused, claimed by another) cannot start the job a second time.
+    let started = '';
+    if (change.status === 'running') {
+      sets.push(`claimed_by = ${node}`, `node = ${node}`, 'claimed_at = coalesce(claimed_at, clock_timestamp())');
+      started = ` AND (status <> 'pending' OR claimed_by IS NULL OR claimed_by = ${node})`;
     }
     const [row] = await this.db.query<JobRow>(
-      `UPDATE jobs SET ${sets.join(', ')} WHERE id = $1 AND status = ANY($2::text[]) RETURNING ${COLUMNS}`,
+      `UPDATE jobs SET ${sets.join(', ')} WHERE id = $1 AND status = ANY($2::text[])${started} RETURNING ${COLUMNS}`,
       values,
     );
     return row && toJob(row);
   }
 
+  /** Running: those this node claimed (their containers are on its Podman); pending: those it accepted. */
   async withStatus(status: JobStatus): Promise<Job[]> {
-    return (await this.db.query<JobRow>(`SELECT ${COLUMNS} FROM jobs WHERE node = $2 AND status = $1 ORDER BY seq`, [status, this.node])).map(toJob);
+    const column = status === 'running' ? 'claimed_by' : 'accepted_by';
+    return (await this.db.query<JobRow>(`SELECT ${COLUMNS} FROM jobs WHERE ${column} = $2 AND status = $1 ORDER BY seq`, [status, this.node])).map(toJob);
   }
 
+  /** The webhooks this node owes: of the jobs it finished (or whose delivery it took over from a lost node). */
   async pendingWebhooks(): Promise<Job[]> {
-    return (await this.db.query<JobRow>(`SELECT ${COLUMNS} FROM jobs WHERE node = $1 AND webhook_state = 'pending' ORDER BY seq`, [this.node])).map(toJob);
+    return (await this.db.query<JobRow>(`SELECT ${COLUMNS} FROM jobs WHERE finished_by = $1 AND webhook_state = 'pending' ORDER BY seq`, [this.node])).map(toJob);
+  }
+
+  async claim(limit: number): Promise<ClaimedJob[]> {
+    if (limit < 1) return [];
+    // SKIP LOCKED: rows another claimer has locked are passed over, not waited for, so claimers never queue
+    // behind each other, and a row is claimed by the one transaction that locked it. The oldest are picked in
+    // a CTE, evaluated once: a `WHERE id IN (SELECT ... LIMIT n FOR UPDATE SKIP LOCKED)` may be re-run by the
+    // planner and claim more than n (seen here: 6 of a limit of 4).
+    const rows = await this.db.query<JobRow & { waited_ms: number; seq: number; accepted_by: string | null }>(
+      `WITH next AS (
+         SELECT seq FROM jobs WHERE status = 'pending' AND claimed_by IS NULL AND (NOT pinned OR accepted_by = $1)
+         ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED)
+       UPDATE jobs SET claimed_by = $1, node = $1, claimed_at = clock_timestamp()
+       FROM next WHERE jobs.seq = next.seq AND jobs.status = 'pending' AND jobs.claimed_by IS NULL
+       RETURNING ${COLUMNS}, (extract(epoch FROM claimed_at - queued_at) * 1000)::float8 AS waited_ms, jobs.seq, accepted_by`,
+      [this.node, limit],
+    );
+    return rows
+      .sort((a, b) => a.seq - b.seq)
+      .map((row) => ({ job: toJob(row), waitedMs: Math.max(0, row.waited_ms), acceptedBy: row.accepted_by ?? '' }));
+  }
+
+  async unclaim(id: string, options: { readonly pin?: boolean } = {}): Promise<boolean> {
+    const rows = await this.db.query(
+      `UPDATE jobs SET claimed_by = NULL, claimed_at = NULL, node = accepted_by, queued_at = clock_timestamp(), pinned = pinned OR $3
+       WHERE id = $1 AND status = 'pending' AND claimed_by = $2 RETURNING 1`,
+      [id, this.node, options.pin === true],
+    );
+    return rows.length > 0;
+  }
+
+  async unclaimAll(): Promise<number> {
+    const rows = await this.db.query(
+      `UPDATE jobs SET claimed_by = NULL, claimed_at = NULL, node = accepted_by, queued_at = clock_timestamp() WHERE status = 'pending' AND claimed_by = $1 RETURNING 1`,
+      [this.node],
+    );
+    return rows.length;
+  }
+
+  async placements(ids: readonly string[]): Promise<Map<string, JobPlacement>> {
+    if (ids.length === 0) return new Map();
+    const rows = await this.db.query<{ id: string; status: JobStatus; claimed_by: string | null }>(
+      'SELECT id, status, claimed_by FROM jobs WHERE id = ANY($1::text[])',
+      [ids],
+    );
+    return new Map(rows.map((row) => [row.id, { status: row.status, claimedBy: row.claimed_by }]));
+  }
+
+  async lostNodeJobs(node: string): Promise<{ running: Job[]; stranded: Job[]; owedWebhooks: Job[] }> {
+    // Claimed and never started: nothing of them ran (a container is made only after the move to running).
+    await this.db.query(
+      `UPDATE jobs SET claimed_by = NULL, claimed_at = NULL, node = accepted_by, queued_at = clock_timestamp() WHERE status = 'pending' AND claimed_by = $1`,
+      [node],
+    );
+    const running = await this.db.query<JobRow>(`SELECT ${COLUMNS} FROM jobs WHERE status = 'running' AND claimed_by = $1 ORDER BY seq`, [node]);
+    const stranded = await this.db.query<JobRow>(
+      `SELECT ${COLUMNS} FROM jobs WHERE status = 'pending' AND claimed_by IS NULL AND pinned AND accepted_by = $1 ORDER BY seq`,
+      [node],
+    );
+    const owed = await this.db.query<JobRow>(`SELECT ${COLUMNS} FROM jobs WHERE finished_by = $1 AND webhook_state = 'pending' ORDER BY seq`, [node]);
+    return { running: running.map(toJob), stranded: stranded.map(toJob), owedWebhooks: owed.map(toJob) };
+  }
+
+  async takeOverWebhook(id: string, from: string): Promise<Job | undefined> {
+    const [row] = await this.db.query<JobRow>(
+      `UPDATE jobs SET finished_by = $3 WHERE id = $1 AND finished_by = $2 AND webhook_state = 'pending' RETURNING ${COLUMNS}`,
+      [id, from, this.node],
+    );
+    return row && toJob(row);
   }
 
   async setWebhookState(id: string, state: WebhookState): Promise<void> {

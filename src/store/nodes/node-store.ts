@@ -43,12 +43,20 @@ export interface NodeStore {
    * another data directory is not.
    */
   claim(identity: NodeIdentity, holder: string, leaseMs: number): Promise<NodeClaim>;
-  /** Renews the lease of `name` held by `holder`; null when that process no longer holds it. */
+  /** Renews the lease of `name` held by `holder`; null when that process no longer holds it (taken over, or its loss is being handled). */
   heartbeat(name: string, holder: string, leaseMs: number): Promise<NodeRecord | null>;
   /** Releases the lease of `name` held by `holder` (the row stays, released); false when it did not hold it. */
   release(name: string, holder: string): Promise<boolean>;
-  /** Nodes whose lease lapsed without a release: lost, their work to be taken over. */
+  /** Nodes whose lease lapsed without a release and whose loss nobody has handled yet: lost, their work to take over. */
   expired(): Promise<NodeRecord[]>;
+  /**
+   * `handler` takes the handling of lost node `name` for `forMs` (one node at a time; another may take it
+   * over once that time is over, if it was not handled); false when the node is not lost (a heartbeat
+   * landed), already handled, or another node handles it. Once taken, `name`'s heartbeats fail.
+   */
+  takeLoss(name: string, handler: string, forMs: number): Promise<boolean>;
+  /** Records that `handler` took over the lost node's work; false when it no longer held the handling. */
+  lossHandled(name: string, handler: string): Promise<boolean>;
   /** Every node ever registered, by name. */
   list(): Promise<NodeRecord[]>;
   close(): Promise<void>;

@@ -48,7 +48,7 @@ export class PostgresNodeStore implements NodeStore {
        VALUES ($1, $2, $3, $4, $6, now(), now(), ${LEASE_END('$5')})
        ON CONFLICT (name) DO UPDATE SET url = excluded.url, version = excluded.version, holder = excluded.holder,
          data_id = excluded.data_id, started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at,
-         expires_at = excluded.expires_at, released_at = NULL
+         expires_at = excluded.expires_at, released_at = NULL, loss_handler = NULL, loss_handler_until = NULL, loss_handled_at = NULL
        WHERE nodes.released_at IS NOT NULL OR nodes.expires_at <= now() OR nodes.data_id = excluded.data_id
        RETURNING ${COLUMNS}`,
       [identity.name, identity.url, identity.version, holder, Math.ceil(leaseMs), identity.dataId],
@@ -63,7 +63,7 @@ export class PostgresNodeStore implements NodeStore {
   async heartbeat(name: string, holder: string, leaseMs: number): Promise<NodeRecord | null> {
     const [row] = await this.db.query<NodeRow>(
       `UPDATE nodes SET heartbeat_at = now(), expires_at = ${LEASE_END('$3')}
-       WHERE name = $1 AND holder = $2 AND released_at IS NULL
+       WHERE name = $1 AND holder = $2 AND released_at IS NULL AND loss_handler IS NULL
        RETURNING ${COLUMNS}`,
       [name, holder, Math.ceil(leaseMs)],
     );
@@ -80,8 +80,29 @@ export class PostgresNodeStore implements NodeStore {
   }
 
   async expired(): Promise<NodeRecord[]> {
-    const rows = await this.db.query<NodeRow>(`SELECT ${COLUMNS} FROM nodes WHERE released_at IS NULL AND expires_at <= now() ORDER BY name`);
+    const rows = await this.db.query<NodeRow>(`SELECT ${COLUMNS} FROM nodes WHERE released_at IS NULL AND expires_at <= now() AND loss_handled_at IS NULL ORDER BY name`);
     return rows.map(toRecord);
+  }
+
+  async takeLoss(name: string, handler: string, forMs: number): Promise<boolean> {
+    // Re-checked on the row PostgreSQL locks: of nodes taking it at once, one gets it; a heartbeat that lands
+    // first (the lease renewed) makes it fail, and once it is taken no heartbeat renews the lease.
+    const rows = await this.db.query(
+      `UPDATE nodes SET loss_handler = $2, loss_handler_until = ${LEASE_END('$3')}
+       WHERE name = $1 AND name <> $2 AND released_at IS NULL AND expires_at <= now() AND loss_handled_at IS NULL
+         AND (loss_handler IS NULL OR loss_handler = $2 OR loss_handler_until <= now())
+       RETURNING 1`,
+      [name, handler, Math.ceil(forMs)],
+    );
+    return rows.length > 0;
+  }
+
+  async lossHandled(name: string, handler: string): Promise<boolean> {
+    const rows = await this.db.query(
+      `UPDATE nodes SET loss_handled_at = now() WHERE name = $1 AND loss_handler = $2 AND loss_handled_at IS NULL RETURNING 1`,
+      [name, handler],
+    );
+    return rows.length > 0;
   }
 
   async list(): Promise<NodeRecord[]> {
