@@ -23,6 +23,7 @@ export const ERROR_STATUS = {
   BERTH_ERR_JOB_NOT_FOUND: 404,
   BERTH_ERR_AGENT_NOT_FOUND: 404,
   BERTH_ERR_ROUTE_NOT_FOUND: 404,
+  BERTH_ERR_METHOD_NOT_ALLOWED: 405,
   BERTH_ERR_WORKSPACE_NOT_FOUND: 404,
   BERTH_ERR_WORKSPACE_BUSY: 409,
   BERTH_ERR_WORKSPACE_FULL: 413,
@@ -119,6 +120,8 @@ export const errors = {
   sessionNotFound: (id: string) => new BerthError('BERTH_ERR_SESSION_NOT_FOUND', `session ${id} not found`),
   jobNotFound: (id: string) => new BerthError('BERTH_ERR_JOB_NOT_FOUND', `job ${id} not found`),
   routeNotFound: (method: string, url: string) => new BerthError('BERTH_ERR_ROUTE_NOT_FOUND', `no route ${method} ${url}`),
+  mcpMethodNotAllowed: (method: string) =>
+    new BerthError('BERTH_ERR_METHOD_NOT_ALLOWED', `${method} /mcp is not supported: Berth's MCP endpoint keeps no session (stateless streamable HTTP); send MCP messages with POST /mcp`),
   workspaceNotFound: (id: string) => new BerthError('BERTH_ERR_WORKSPACE_NOT_FOUND', `workspace ${id} not found`),
   workspaceBusy: (id: string) =>
     new BerthError('BERTH_ERR_WORKSPACE_BUSY', `workspace ${id} is in use by a run or an agent; retry when it has finished (an agent holds its workspace until it is deleted)`),

@@ -10,6 +10,8 @@ export type Step =
   | { readonly kind: 'run'; readonly command: string }
   | { readonly kind: 'json'; readonly value: Readonly<Record<string, unknown>> }
   | { readonly kind: 'recall' }
+  /** A call of a tool by its name as the request offers it, e.g. an MCP server's `mcp__berth__list_sessions`. */
+  | { readonly kind: 'mcp'; readonly tool: string; readonly input: Readonly<Record<string, unknown>> }
   /** A directive line that could not be read; the answer explains it instead of failing silently. */
   | { readonly kind: 'invalid'; readonly line: string; readonly reason: string };
 
@@ -26,7 +28,9 @@ export interface Plan {
 /** Caps `slow:` and `sleep:` so a typo cannot hold a test (or an engine) for hours. */
 export const MAX_DELAY_MS = 60_000;
 
-const DIRECTIVE = /^\s*(say|run|json|recall|slow|fail|sleep):(.*)$/;
+const DIRECTIVE = /^\s*(say|run|json|recall|mcp|slow|fail|sleep):(.*)$/;
+/** `mcp: <tool name> [<JSON object>]`: the name as the engine offers the tool (MCP tools are `mcp__<server>__<tool>`). */
+const MCP_CALL = /^(\S+)(?:\s+(.*))?$/s;
 const FAIL_KINDS: readonly FailKind[] = ['overloaded', 'server', 'auth'];
 
 export function parsePlan(prompt: string): Plan {
@@ -54,6 +58,21 @@ export function parsePlan(prompt: string): Plan {
       case 'recall':
         steps.push({ kind: 'recall' });
         break;
+      case 'mcp': {
+        const call = MCP_CALL.exec(argument);
+        if (!call) {
+          steps.push(invalid(line, 'no tool named'));
+          break;
+        }
+        const read = call[2] === undefined ? { value: {}, extraLines: 0 } : readJsonObject(call[2], lines.slice(index + 1));
+        if ('reason' in read) {
+          steps.push(invalid(line, read.reason));
+        } else {
+          steps.push({ kind: 'mcp', tool: call[1]!, input: read.value });
+          index += read.extraLines;
+        }
+        break;
+      }
       case 'json': {
         const read = readJsonObject(argument, lines.slice(index + 1));
         if ('reason' in read) {

@@ -113,7 +113,9 @@ export function respond(request: MessagesRequest): Reply {
     const call: ReplyBlock =
       next.kind === 'run'
         ? { type: 'tool_use', id, name: BASH_TOOL, input: { command: next.command, description: RUN_DESCRIPTION } }
-        : { type: 'tool_use', id, name: STRUCTURED_OUTPUT_TOOL, input: next.value };
+        : next.kind === 'mcp'
+          ? { type: 'tool_use', id, name: next.tool, input: next.input }
+          : { type: 'tool_use', id, name: STRUCTURED_OUTPUT_TOOL, input: next.value };
     // Slowness is for the answer text only; the sleep applies to every reply of the prompt.
     return message(request, [call], { slowMs: null, sleepMs: plan.sleepMs, stopReason: 'tool_use' });
   }
@@ -127,7 +129,7 @@ function finalText(plan: Plan, conversation: Conversation, offered: ReadonlySet<
   const parts = plan.steps.flatMap((step): string[] => {
     if (callsTool(step, offered)) {
       const output = conversation.toolResults[toolIndex++] ?? '';
-      return step.kind === 'run' ? [output] : [];
+      return step.kind === 'json' ? [] : [output];
     }
     switch (step.kind) {
       case 'say':
@@ -138,6 +140,8 @@ function finalText(plan: Plan, conversation: Conversation, offered: ReadonlySet<
         return [conversation.earlierPrompts.length > 0 ? conversation.earlierPrompts.join('\n') : '(nothing to recall)'];
       case 'run':
         return [`offline model: cannot run \`${step.command}\`: the request offers no ${BASH_TOOL} tool`];
+      case 'mcp':
+        return [`offline model: cannot call \`${step.tool}\`: the request offers no such tool (MCP tools offered: ${[...offered].filter((name) => name.startsWith('mcp__')).join(', ') || 'none'})`];
       case 'invalid':
         return [`offline model: cannot read \`${step.line}\`: ${step.reason}`];
     }
@@ -147,10 +151,14 @@ function finalText(plan: Plan, conversation: Conversation, offered: ReadonlySet<
   return answer === '' ? 'done' : answer;
 }
 
-type ToolStep = Extract<Step, { kind: 'run' | 'json' }>;
+type ToolStep = Extract<Step, { kind: 'run' | 'json' | 'mcp' }>;
 
 function callsTool(step: Step, offered: ReadonlySet<string>): boolean {
-  return (step.kind === 'run' && offered.has(BASH_TOOL)) || (step.kind === 'json' && offered.has(STRUCTURED_OUTPUT_TOOL));
+  return (
+    (step.kind === 'run' && offered.has(BASH_TOOL)) ||
+    (step.kind === 'json' && offered.has(STRUCTURED_OUTPUT_TOOL)) ||
+    (step.kind === 'mcp' && offered.has(step.tool))
+  );
 }
 
 function isSideRequest(request: MessagesRequest): boolean {

@@ -99,3 +99,19 @@ test('fail: with an unknown error is an invalid step', () => {
   assert.equal(plan.fail, null);
   assert.equal(plan.steps[0]!.kind, 'invalid');
 });
+
+test('mcp: names a tool and gives it a JSON object, which may span lines', () => {
+  assert.deepEqual(parsePlan('mcp: mcp__berth__push_file {"path": "a.txt",\n "content": "hi"}\nsay: done').steps, [
+    { kind: 'mcp', tool: 'mcp__berth__push_file', input: { path: 'a.txt', content: 'hi' } },
+    { kind: 'say', text: 'done' },
+  ]);
+});
+
+test('mcp: without arguments calls the tool with an empty object', () => {
+  assert.deepEqual(parsePlan('mcp: mcp__berth__list_sessions').steps, [{ kind: 'mcp', tool: 'mcp__berth__list_sessions', input: {} }]);
+});
+
+test('mcp: without a tool name, or with arguments that are not a JSON object, is explained', () => {
+  assert.deepEqual(parsePlan('mcp:').steps, [{ kind: 'invalid', line: 'mcp:', reason: 'no tool named' }]);
+  assert.deepEqual(parsePlan('mcp: tool [1]').steps, [{ kind: 'invalid', line: 'mcp: tool [1]', reason: 'expected a JSON object' }]);
+});

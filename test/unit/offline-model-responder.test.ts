@@ -224,3 +224,17 @@ test('parseMessagesRequest refuses bodies without a model or messages', () => {
   assert.equal(parseMessagesRequest({ model: 'm', messages: [{ role: 'user', content: 5 }] }).ok, false);
   assert.equal(parseMessagesRequest([]).ok, false);
 });
+
+test('mcp: calls the named tool when the request offers it, then answers with its result', () => {
+  const first = [prompt('mcp: mcp__berth__list_sessions {"limit": 1}\nsay: listed')];
+  const offered = { toolNames: [...ENGINE_TOOLS, 'mcp__berth__list_sessions'] };
+  const call = respond(request(first, offered));
+  assert.equal(call.kind === 'message' && call.stopReason, 'tool_use');
+  assert.deepEqual(toolUse(call), { type: 'tool_use', id: toolUse(call).id, name: 'mcp__berth__list_sessions', input: { limit: 1 } });
+  assert.equal(answer(respond(request(afterTool(first, call, '{"sessions": []}'), offered))), '{"sessions": []}\nlisted');
+});
+
+test('mcp: naming a tool the request does not offer explains, listing the MCP tools offered', () => {
+  const reply = respond(request([prompt('mcp: mcp__berth__nope')], { toolNames: [...ENGINE_TOOLS, 'mcp__berth__run_prompt'] }));
+  assert.equal(answer(reply), 'offline model: cannot call `mcp__berth__nope`: the request offers no such tool (MCP tools offered: mcp__berth__run_prompt)');
+});

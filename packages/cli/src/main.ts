@@ -3,6 +3,7 @@
 import { Argument, Command, Option } from 'commander';
 import { agentsCommand } from './commands/agents.js';
 import { loginCommand, logoutCommand } from './commands/auth.js';
+import { mcpCommand } from './commands/mcp.js';
 import { imagesCommand } from './commands/images.js';
 import { jobsCommand } from './commands/jobs.js';
 import { runCommand } from './commands/run.js';
@@ -34,6 +35,7 @@ export function buildProgram(): Command {
   program.addCommand(agentsCommand(contextOf));
   program.addCommand(usageCommand(contextOf));
   program.addCommand(imagesCommand(contextOf));
+  program.addCommand(mcpCommand(contextOf));
   program.addCommand(loginCommand(contextOf));
   program.addCommand(logoutCommand(contextOf));
   program.addCommand(healthCommand(contextOf));

@@ -21,6 +21,7 @@ import { registerAuthRoutes } from './auth.js';
 import { registerConsoleRoutes } from './console.js';
 import { registerImageRoutes } from './images.js';
 import { registerJobRoutes } from './jobs.js';
+import { registerMcpRoutes } from './mcp.js';
 import { registerRunRoutes } from './run.js';
 import { registerSessionRoutes } from './sessions.js';
 import { registerStreamRoutes } from './stream.js';
@@ -70,5 +71,6 @@ export const ROUTE_GROUPS: readonly RouteGroup[] = [
   (app, { agents, sse, cluster }) => registerAgentRoutes(app, { agents, sse, ...(cluster ? { cluster: cluster.forwarding } : {}) }),
   (app, { sessions }) => registerSessionRoutes(app, { sessions }),
   (app, { images, sse }) => registerImageRoutes(app, { images, sse }),
+  (app, { version }) => registerMcpRoutes(app, { version: version.version }),
   (app, { consoleDir }) => registerConsoleRoutes(app, { dir: consoleDir }),
 ];

@@ -1,0 +1,87 @@
+// POST /mcp: Berth as an MCP server over streamable HTTP, on the API listener, behind the API's own
+// authentication and rate limit (its hooks run before this handler: no token, no MCP).
+//
+// The tools are the CLI's (`berth mcp`): one list, packages/cli/src/commands/mcp-tools.ts, each tool a call
+// of the SDK. Here the SDK's requests never leave the process: they are dispatched into this app as the
+// caller's own requests (loopback-fetch.ts: the caller's Authorization header and client address), so every
+// tool call meets the same authentication, ownership checks, validation, budgets and rate limit as the
+// caller's direct API call would, and no tool can act as Berth or as another caller. Calling core services
+// from here instead would put a second copy of each route's checks beside the routes.
+//
+// Stateless: each POST gets a server and a transport of its own, closed with its response; nothing is kept
+// between requests, so there is no session to bound or expire. GET and DELETE (an SSE stream and a session's
+// end, in the stateful variant) answer 405. At shutdown the servers still answering are closed, which aborts
+// their tool calls (and so their runs, as a client that left).
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { Berth } from '@berth/client';
+import { berthMcpServer } from '@berth/cli/mcp-tools';
+import { errors } from '../../errors.js';
+import { callerOfRequest, loopbackFetch } from '../loopback-fetch.js';
+import { errorResponses } from '../schemas.js';
+
+/** The SDK's base URL inside the process: loopback-fetch.ts reads only the path and query of its requests. */
+const IN_PROCESS_URL = 'http://berth.invalid';
+
+const DESCRIPTION =
+  'Berth\'s tools for MCP clients (Model Context Protocol, streamable HTTP transport, stateless): run a prompt (run_prompt; start_job and get_job), spawn an agent, send to it and read its output, list sessions and read their messages, list workspaces and their files, push and pull files. The body is a JSON-RPC 2.0 message (or batch) of MCP; send `Accept: application/json, text/event-stream`. Every tool call acts as the caller of this request, with its token: it can reach only the caller\'s own sessions, jobs, agents and workspaces. See docs/mcp.md.';
+
+const JsonRpcBody = Type.Union(
+  [Type.Object({}, { additionalProperties: true }), Type.Array(Type.Object({}, { additionalProperties: true }))],
+  { description: 'An MCP JSON-RPC 2.0 request, notification or response, or a batch of them.' },
+);
+
+export function registerMcpRoutes(app: FastifyInstance, deps: { version: string }): void {
+  const answering = new Set<McpServer>();
+  app.addHook('preClose', async () => {
+    await Promise.all([...answering].map((server) => server.close().catch(() => undefined)));
+  });
+
+  app.post(
+    '/mcp',
+    {
+      schema: {
+        tags: ['mcp'],
+        summary: 'Berth\'s MCP server (streamable HTTP): list and call Berth\'s tools as the caller',
+        description: DESCRIPTION,
+        body: JsonRpcBody,
+        response: {
+          200: {
+            description: 'The JSON-RPC answer, as one JSON object or as Server-Sent Events (`event: message`) carrying it.',
+            content: { 'text/event-stream': { schema: Type.String() }, 'application/json': { schema: Type.Object({}, { additionalProperties: true }) } },
+          },
+          202: { description: 'A notification or response accepted (no body).', type: 'null' },
+          ...errorResponses(400, 401, 429),
+        },
+      },
+    },
+    async (request, reply) => {
+      const berth = new Berth({ url: IN_PROCESS_URL, fetch: loopbackFetch(app, callerOfRequest(request.raw)), userAgent: `berth-mcp/${deps.version}` });
+      const server = berthMcpServer(berth, { version: deps.version });
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+      answering.add(server);
+      // The response's end (answered, or the client gone) ends the server; a tool call still running is aborted.
+      reply.raw.once('close', () => {
+        answering.delete(server);
+        void server.close().catch(() => undefined);
+      });
+      reply.hijack();
+      await server.connect(transport);
+      await transport.handleRequest(request.raw, reply.raw, request.body);
+    },
+  );
+
+  for (const method of ['GET', 'DELETE'] as const) {
+    app.route({
+      method,
+      url: '/mcp',
+      schema: { hide: true },
+      handler: async (_request, reply) => {
+        void reply.header('allow', 'POST');
+        throw errors.mcpMethodNotAllowed(method);
+      },
+    });
+  }
+}
