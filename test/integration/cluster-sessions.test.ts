@@ -15,7 +15,9 @@ import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
+import pg from 'pg';
 import { startTestBerth, type TestBerth } from '../support/berth.js';
+import { waitFor } from '../support/wait.js';
 import { freePort, startPostgres, type PostgresDatabaseAddress, type TestPostgres } from '../support/postgres.js';
 
 const SECRET = randomBytes(32).toString('hex');
@@ -83,6 +85,30 @@ describe('a session and its workspace, made on node A, on node B once A is gone'
     assert.equal((await stat(copies)).mode & 0o777, 0o700);
     assert.deepEqual((await readdir(copies)).filter((name) => !name.startsWith('.')), [`${workspaceId}.tar`]);
     assert.equal((await stat(join(copies, `${workspaceId}.tar`))).mode & 0o777, 0o600);
+
+    // An agent's session is saved at the end of each turn, while the agent lives on.
+    const spawned = await a!.request('POST', '/agents', { prompt: `say: agent turn ${MARK}` }, as('alice'));
+    assert.equal(spawned.status, 200, JSON.stringify(spawned.body));
+    await waitFor('the agent\'s first turn to end', async () => {
+      const agent = await a!.request('GET', `/agents/${spawned.body.id}`, undefined, as('alice'));
+      return agent.body.turns_completed === 1 ? agent.body : undefined;
+    }, 60_000, 200);
+    const saved = await waitFor('the agent\'s session in the database', async () => {
+      const client = new pg.Client(address.config);
+      await client.connect();
+      try {
+        const rows = (await client.query<{ hidden: boolean; node: string; content: Buffer }>(
+          'SELECT s.hidden, s.node, t.content FROM sessions s JOIN session_transcripts t ON t.session_id = s.id WHERE s.id = $1',
+          [spawned.body.session_id],
+        )).rows;
+        return rows.find((row) => row.content.toString('utf8').includes(`agent turn ${MARK}`));
+      } finally {
+        await client.end();
+      }
+    }, 10_000, 200);
+    assert.equal(saved.hidden, true);
+    assert.equal(saved.node, 'node-a');
+    assert.equal((await a!.request('GET', `/agents/${spawned.body.id}`, undefined, as('alice'))).body.status, 'idle', 'saved while the agent lives on');
 
     // Node A goes, and everything of it on its host with it: session directories, workspace disks.
     await a!.stop();

@@ -125,3 +125,34 @@ it('a new session whose first run has not ended is not dropped by a read on its 
   await turn(a, run, 'late');
   assert.equal(await a.store.isVisible(run.sessionId, ONE.owner), true);
 });
+
+it("an agent's session is saved at each turn's end while its engine goes on, and readable on another node", async () => {
+  const a = await node('a');
+  const b = await node('b');
+  const agent = await a.store.prepare({ kind: 'new' }, '/workspace', { owner: ONE.owner });
+  assert.ok(agent.saveProgress, 'a persistent session on a shared database can be saved mid-run');
+  const dir = join(a.store.dir, '.runs', basename(agent.mountPath), 'projects', '-workspace');
+  mkdirSync(dir, { recursive: true });
+  const line = (k: number, role: 'user' | 'assistant', text: string) =>
+    JSON.stringify({ type: role, uuid: `00000000-0000-4000-8000-00000000000${k}`, message: { id: `m${k}`, role, content: role === 'user' ? text : [{ type: 'text', text }] } }) + '\n';
+  writeFileSync(join(dir, `${agent.sessionId}.jsonl`), line(1, 'user', 'turn one') + line(2, 'assistant', 'one'));
+  // Asked twice at once: saved once after the other, never side by side.
+  await Promise.all([agent.saveProgress(), agent.saveProgress()]);
+  assert.deepEqual(await texts(b, agent.sessionId), ['turn one', 'one']);
+  writeFileSync(join(dir, `${agent.sessionId}.jsonl`), line(1, 'user', 'turn one') + line(2, 'assistant', 'one') + line(3, 'user', 'turn two') + line(4, 'assistant', 'two'));
+  await agent.saveProgress();
+  assert.equal((await texts(b, agent.sessionId)).length, 4);
+  await agent.release();
+  await agent.saveProgress();
+  assert.equal((await texts(b, agent.sessionId)).length, 4, 'a save asked after the release does nothing');
+});
+
+it('without a shared database a run has no progress saves', async () => {
+  const dir = join(root, 'alone');
+  mkdirSync(dir);
+  const store = new SessionStore(dir, '/host/alone', { transcriptLimitBytes: LIMIT });
+  await store.init();
+  const run = await store.prepare({ kind: 'new' }, '/workspace', { owner: ONE.owner });
+  assert.equal(run.saveProgress, undefined);
+  await run.release();
+});

@@ -70,6 +70,8 @@ interface Entry {
   readonly ended: Promise<void>;
   /** The caller that spawned it (core/auth/caller.ts). */
   readonly owner: string;
+  /** With a shared database: saves the agent's session so far there (at each turn's end; sessions/session-store.ts). */
+  readonly saveSession?: () => Promise<void>;
   stopping?: Promise<void>;
 }
 
@@ -180,7 +182,7 @@ export class AgentService {
     this.writeRecord(agentId, 'writing the agent\'s record', (store) => store.insert(record));
     // The agent holds its container slot until its container is gone.
     const ended = container.monitor(agent).finally(() => accepted.slot.release());
-    this.entries.set(agentId, { agent, container, ended, owner: caller.owner });
+    this.entries.set(agentId, { agent, container, ended, owner: caller.owner, ...(session.saveProgress ? { saveSession: session.saveProgress } : {}) });
     this.reportStatuses();
     if (disabled) {
       this.deps.log.warn({ agentId }, 'agent spawned with disable_idle_timeout: it runs until DELETE /agents/:id or service shutdown');
@@ -452,6 +454,8 @@ export class AgentService {
     if (entry) {
       const progress = entry.agent.progress();
       this.writeRecord(id, 'updating the agent\'s record', (store) => store.update(id, progress));
+      // A turn ended (or the engine became ready): its session is saved for the other nodes, off the agent's path.
+      if (entry.agent.status === 'idle') void entry.saveSession?.();
     }
     this.reportStatuses();
   }

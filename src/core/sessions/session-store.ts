@@ -36,6 +36,12 @@ export interface PreparedSession {
    * transcript when the run ends.
    */
   readonly recordTitle?: (title: string) => Promise<void>;
+  /**
+   * With a shared database, for a session that outlives the run: carries the transcript written so far back
+   * and saves it there, while the engine goes on (an agent after each turn, so that its session resumes on
+   * another node should this one be lost). Never overlaps another save of the run or its release.
+   */
+  readonly saveProgress?: () => Promise<void>;
   release(): Promise<void>;
 }
 
@@ -116,13 +122,16 @@ export class SessionStore {
     const runDir = await this.runs.existing(run.runId, projectDirName(run.workdir), run.persistent ? dir : undefined);
     if (!runDir) return undefined;
     const lease = this.leases.take(sessionId);
+    const saves = this.progressSaves(runDir, sessionId, run.persistent);
     return {
       sessionId,
       engineSession: run.persistent ? { kind: 'resume', sessionId } : { kind: 'ephemeral', sessionId },
       mountPath: runDir.hostPath,
       ...onDisk(runDir),
       persistent: run.persistent,
+      ...saves.exposed,
       release: async () => {
+        await saves.done();
         try {
           if (run.persistent) {
             if (!(await this.dirs.exists(sessionId))) await this.dirs.create(sessionId, run.owner).catch(() => undefined);
@@ -350,6 +359,39 @@ export class SessionStore {
     }
   }
 
+  /**
+   * A run's saves of its transcript so far (PreparedSession.saveProgress), one at a time: a save asked for
+   * while one runs is made once after it; `done()` waits for the last, and later asks do nothing.
+   */
+  private progressSaves(run: RunConfigDir, sessionId: string, persistent: boolean): { exposed: Pick<PreparedSession, 'saveProgress'>; done(): Promise<void> } {
+    if (!this.options.shared || !persistent) return { exposed: {}, done: async () => undefined };
+    let chain: Promise<void> = Promise.resolve();
+    let queued = false;
+    let ended = false;
+    const saveProgress = async (): Promise<void> => {
+      if (ended || queued) return chain;
+      queued = true;
+      chain = chain.then(async () => {
+        queued = false;
+        if (ended) return;
+        try {
+          await this.carryBack(run, sessionId);
+          if (!(await this.dirs.neverRan(sessionId))) await this.saveShared(sessionId);
+        } catch (error) {
+          this.options.onSaveFailed?.(sessionId, error);
+        }
+      });
+      return chain;
+    };
+    return {
+      exposed: { saveProgress },
+      done: async () => {
+        ended = true;
+        await chain;
+      },
+    };
+  }
+
   /** With a shared database: this node's copy brought up to the database's before the session is used. */
   private async restoreShared(sessionId: string): Promise<void> {
     await this.options.shared?.restore(sessionId);
@@ -386,6 +428,7 @@ export class SessionStore {
     const { sessionId } = lease;
     // Named by the run id when there is one, so that a later process can find a run it follows again.
     const run: RunConfigDir = await this.runs.create(projectDirName(workdir), carry, options.runId, sessionId, options.diskBytes);
+    const saves = this.progressSaves(run, sessionId, true);
     return {
       sessionId,
       engineSession,
@@ -393,7 +436,9 @@ export class SessionStore {
       ...onDisk(run),
       persistent: true,
       ...(engineSession.kind === 'new' ? { recordTitle: (title: string) => this.runs.noteTitle(run, title) } : {}),
+      ...saves.exposed,
       release: async () => {
+        await saves.done();
         try {
           await this.carryBack(run, sessionId);
           if (created && (await this.dirs.neverRan(sessionId))) await this.dirs.remove(sessionId);
