@@ -156,3 +156,23 @@ it('without a shared database a run has no progress saves', async () => {
   assert.equal(run.saveProgress, undefined);
   await run.release();
 });
+
+it('a node that starts on a shared database saves the sessions it made before (never saved), once', async () => {
+  const dir = join(root, 'a');
+  mkdirSync(dir, { mode: 0o700 });
+  const before = new SessionStore(dir, '/host/a', { transcriptLimitBytes: LIMIT });
+  await before.init();
+  const run = await before.prepare({ kind: 'new' }, '/workspace', { owner: ONE.owner });
+  await turn({ store: before, service: new SessionService({ store: before, maxPageSize: 100 }) }, run, 'from before the database');
+  const never = await before.prepare({ kind: 'new' }, '/workspace', { owner: ONE.owner });
+  await never.release();
+
+  const local = new DirectorySessionRecords(dir, LIMIT);
+  const after = new SessionStore(dir, '/host/a', { transcriptLimitBytes: LIMIT, shared: new SharedSessions({ local, shared, node: 'a', log: () => undefined }) });
+  await after.init();
+  assert.equal(await shared.version(run.sessionId), 1);
+  assert.deepEqual((await shared.list(ONE.owner)).map((listed) => listed.id), [run.sessionId]);
+  const again = new SessionStore(dir, '/host/a', { transcriptLimitBytes: LIMIT, shared: new SharedSessions({ local, shared, node: 'a', log: () => undefined }) });
+  await again.init();
+  assert.equal(await shared.version(run.sessionId), 1, 'a second start saves nothing again');
+});

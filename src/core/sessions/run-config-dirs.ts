@@ -57,12 +57,15 @@ export class RunConfigDirs {
   /**
    * At start: directories of runs cut off by a crash hold nothing a session needs and are removed, except
    * those of runs whose containers still run (`keep`, by run id), which this process follows again.
+   * Answers the sessions whose transcripts a cut-off run's salvage carried back.
    */
-  async init(keep: ReadonlySet<string> = new Set()): Promise<void> {
+  async init(keep: ReadonlySet<string> = new Set()): Promise<string[]> {
     await mkdir(this.root, { recursive: true, mode: 0o700 });
+    const salvaged: string[] = [];
     for (const name of await readdir(this.root)) {
       if (name.endsWith(SIDECAR) || name.endsWith(DISK_IMAGE_SUFFIX) || keep.has(name)) continue;
-      await this.salvage(name).catch(() => undefined);
+      const sessionId = await this.salvage(name).catch(() => undefined);
+      if (sessionId !== undefined) salvaged.push(sessionId);
       // A killed process's run disk: unmounted (its loop device freed) and its image removed.
       await this.disks?.release(join(this.root, name));
       await rm(join(this.root, name), { recursive: true, force: true });
@@ -76,20 +79,25 @@ export class RunConfigDirs {
     }
     // Run disks are unmounted everywhere at their release, also from other processes' copies of the mounts.
     await this.disks?.shareBelow?.(this.root);
+    return salvaged;
   }
 
   /**
    * A run cut off by a crash of Berth (a sync run or a stream, whose HTTP connection is gone): what its
    * engine wrote is still carried into its session, so that the caller can resume the session.
    */
-  private async salvage(name: string): Promise<void> {
+  private async salvage(name: string): Promise<string | undefined> {
     const note = JSON.parse(await readFile(join(this.root, `${name}${SIDECAR}`), 'utf8')) as SessionNote;
     const sessionDir = join(dirname(this.root), note.sessionId);
     const run = await this.existing(name, note.workdirProject, sessionDir);
-    if (!run || !(await lstat(sessionDir).catch(() => undefined))?.isDirectory()) return;
-    await this.carryBack(run, note.sessionId, sessionDir);
+    if (!run || !(await lstat(sessionDir).catch(() => undefined))?.isDirectory()) return undefined;
+    const carried = await this.carryBack(run, note.sessionId, sessionDir);
     // A session the cut-off run created, before its engine wrote anything, holds nothing to resume.
-    if ((await transcriptFiles(sessionDir, note.sessionId)).length === 0) await rm(sessionDir, { recursive: true, force: true });
+    if ((await transcriptFiles(sessionDir, note.sessionId)).length === 0) {
+      await rm(sessionDir, { recursive: true, force: true });
+      return undefined;
+    }
+    return carried.files > 0 ? note.sessionId : undefined;
   }
 
   /** The directory a run of a previous process created, found again by its run id (see init). */

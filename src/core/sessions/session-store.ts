@@ -108,7 +108,24 @@ export class SessionStore {
       this.options.transcriptLimitBytes,
       this.options.disks,
     );
-    await this.runDirs.init(liveRuns);
+    const salvaged = await this.runDirs.init(liveRuns);
+    if (this.options.shared) await this.saveUnshared(salvaged);
+  }
+
+  /**
+   * At start with a shared database: what only this node has is saved there — sessions a cut-off run's
+   * salvage just carried a transcript into, and sessions from before the database was configured (never
+   * saved), which would otherwise be missing from every listing.
+   */
+  private async saveUnshared(salvaged: readonly string[]): Promise<void> {
+    const shared = this.options.shared!;
+    const pending = new Set(salvaged);
+    for (const id of await this.dirs.ids()) {
+      if (!pending.has(id) && (await shared.savedHere(id))) continue;
+      if (!(await this.dirs.neverRan(id))) pending.add(id);
+      else pending.delete(id);
+    }
+    for (const id of pending) await this.saveShared(id);
   }
 
   /**

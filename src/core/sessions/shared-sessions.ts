@@ -57,6 +57,11 @@ export class SharedSessions {
     this.options.log({ sessionId: id, version: next.version }, 'another node saved this session meanwhile (two runs of it at once): this run\'s transcript was not saved to the shared database');
   }
 
+  /** Whether this node's copy of the session was ever saved to (or restored from) the database. */
+  async savedHere(id: string): Promise<boolean> {
+    return (await this.options.local.version(id)) > 0;
+  }
+
   /** Removes the session from the database (it was deleted here). */
   async remove(id: string): Promise<void> {
     await this.options.shared.remove(id);
