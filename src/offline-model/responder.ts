@@ -56,10 +56,14 @@ export interface Conversation {
   readonly earlierPrompts: readonly string[];
   /** Text of the tool results that came back after the prompt, in order. */
   readonly toolResults: readonly string[];
+  /** Tools fetched after the prompt with `ToolSearch select:<names>`. */
+  readonly searchedTools: readonly string[];
 }
 
 export const BASH_TOOL = 'Bash';
 export const STRUCTURED_OUTPUT_TOOL = 'StructuredOutput';
+/** The engine's tool that fetches deferred tools (MCP tools) by name before they can be called. */
+export const TOOL_SEARCH = 'ToolSearch';
 export const SIDE_REPLY = 'offline model';
 const RUN_DESCRIPTION = 'offline model run';
 /** Text the engine itself puts in user turns: reminders, and the nudge sent when a --json-schema run ends without StructuredOutput. */
@@ -106,16 +110,9 @@ export function respond(request: MessagesRequest): Reply {
   if (plan.fail !== null) return { kind: 'error', ...FAILURES[plan.fail], sleepMs: plan.sleepMs };
 
   const offered = new Set(request.toolNames);
-  const toolSteps = plan.steps.filter((step): step is ToolStep => callsTool(step, offered));
-  const next = toolSteps[conversation.toolResults.length];
+  const next = plan.steps.flatMap((step) => toolCallsOf(step, offered, conversation))[conversation.toolResults.length];
   if (next !== undefined) {
-    const id = `toolu_offline_${digest(request.messages)}`;
-    const call: ReplyBlock =
-      next.kind === 'run'
-        ? { type: 'tool_use', id, name: BASH_TOOL, input: { command: next.command, description: RUN_DESCRIPTION } }
-        : next.kind === 'mcp'
-          ? { type: 'tool_use', id, name: next.tool, input: next.input }
-          : { type: 'tool_use', id, name: STRUCTURED_OUTPUT_TOOL, input: next.value };
+    const call: ReplyBlock = { type: 'tool_use', id: `toolu_offline_${digest(request.messages)}`, name: next.name, input: next.input };
     // Slowness is for the answer text only; the sleep applies to every reply of the prompt.
     return message(request, [call], { slowMs: null, sleepMs: plan.sleepMs, stopReason: 'tool_use' });
   }
@@ -127,9 +124,12 @@ export function respond(request: MessagesRequest): Reply {
 function finalText(plan: Plan, conversation: Conversation, offered: ReadonlySet<string>): string {
   let toolIndex = 0;
   const parts = plan.steps.flatMap((step): string[] => {
-    if (callsTool(step, offered)) {
-      const output = conversation.toolResults[toolIndex++] ?? '';
-      return step.kind === 'json' ? [] : [output];
+    const calls = toolCallsOf(step, offered, conversation);
+    if (calls.length > 0) {
+      return calls.flatMap((call) => {
+        const output = conversation.toolResults[toolIndex++] ?? '';
+        return call.answered ? [output] : [];
+      });
     }
     switch (step.kind) {
       case 'say':
@@ -151,14 +151,34 @@ function finalText(plan: Plan, conversation: Conversation, offered: ReadonlySet<
   return answer === '' ? 'done' : answer;
 }
 
-type ToolStep = Extract<Step, { kind: 'run' | 'json' | 'mcp' }>;
+/** One tool call a step makes; `answered`: its result is part of the final answer. */
+interface ToolCall {
+  readonly name: string;
+  readonly input: Readonly<Record<string, unknown>>;
+  readonly answered: boolean;
+}
 
-function callsTool(step: Step, offered: ReadonlySet<string>): boolean {
-  return (
-    (step.kind === 'run' && offered.has(BASH_TOOL)) ||
-    (step.kind === 'json' && offered.has(STRUCTURED_OUTPUT_TOOL)) ||
-    (step.kind === 'mcp' && offered.has(step.tool))
-  );
+/**
+ * The tool calls of a step, none when the request does not offer its tool. The engine offers MCP tools
+ * deferred (only ToolSearch and their names are sent): such a tool is first fetched with
+ * `ToolSearch select:<name>`, as a model does, then called. Whether a tool was deferred is read from the
+ * conversation once it has been fetched, so the calls of a step stay the same over the whole tool loop.
+ */
+function toolCallsOf(step: Step, offered: ReadonlySet<string>, conversation: Conversation): ToolCall[] {
+  switch (step.kind) {
+    case 'run':
+      return offered.has(BASH_TOOL) ? [{ name: BASH_TOOL, input: { command: step.command, description: RUN_DESCRIPTION }, answered: true }] : [];
+    case 'json':
+      return offered.has(STRUCTURED_OUTPUT_TOOL) ? [{ name: STRUCTURED_OUTPUT_TOOL, input: step.value, answered: false }] : [];
+    case 'mcp': {
+      const call = { name: step.tool, input: step.input, answered: true };
+      const deferred = conversation.searchedTools.includes(step.tool) || (!offered.has(step.tool) && offered.has(TOOL_SEARCH));
+      if (deferred) return [{ name: TOOL_SEARCH, input: { query: `select:${step.tool}`, max_results: 1 }, answered: false }, call];
+      return offered.has(step.tool) ? [call] : [];
+    }
+    default:
+      return [];
+  }
 }
 
 function isSideRequest(request: MessagesRequest): boolean {
@@ -178,7 +198,9 @@ const FAILURES: Record<FailKind, { status: number; errorType: string; message: s
 export function readConversation(messages: readonly ChatMessage[]): Conversation {
   const prompts: string[] = [];
   let toolResults: string[] = [];
+  let searchedTools: string[] = [];
   for (const message of messages) {
+    if (message.role === 'assistant' && typeof message.content !== 'string') searchedTools.push(...selectedBySearch(message.content));
     if (message.role !== 'user') continue;
     const blocks = typeof message.content === 'string' ? [{ type: 'text', text: message.content }] : message.content;
     const results = blocks.filter((block) => block.type === 'tool_result');
@@ -193,9 +215,18 @@ export function readConversation(messages: readonly ChatMessage[]): Conversation
     if (words.length === 0) continue;
     prompts.push(words.join('\n'));
     toolResults = [];
+    searchedTools = [];
   }
   const prompt = prompts.pop() ?? null;
-  return { prompt, earlierPrompts: prompts, toolResults };
+  return { prompt, earlierPrompts: prompts, toolResults, searchedTools };
+}
+
+/** The tool names of the `ToolSearch select:a,b` calls among an assistant message's blocks. */
+function selectedBySearch(blocks: readonly Readonly<Record<string, unknown>>[]): string[] {
+  return blocks.flatMap((block) => {
+    const query = block.type === 'tool_use' && block.name === TOOL_SEARCH && isRecord(block.input) ? block.input.query : undefined;
+    return typeof query === 'string' && query.startsWith('select:') ? query.slice('select:'.length).split(',').map((name) => name.trim()) : [];
+  });
 }
 
 function isEngineText(text: string): boolean {

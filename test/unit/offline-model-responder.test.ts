@@ -152,7 +152,7 @@ test('the engine nudge to call StructuredOutput is not taken as a new prompt', (
     { role: 'assistant', content: [{ type: 'text', text: 'hi' }] },
     { role: 'user', content: [{ type: 'text', text: '[structured-output-enforce] You MUST call the StructuredOutput tool.' }] },
   ];
-  assert.deepEqual(readConversation(messages), { prompt: 'say: hi', earlierPrompts: [], toolResults: [] });
+  assert.deepEqual(readConversation(messages), { prompt: 'say: hi', earlierPrompts: [], toolResults: [], searchedTools: [] });
 });
 
 test('an unreadable directive is explained in the answer', () => {
@@ -237,4 +237,17 @@ test('mcp: calls the named tool when the request offers it, then answers with it
 test('mcp: naming a tool the request does not offer explains, listing the MCP tools offered', () => {
   const reply = respond(request([prompt('mcp: mcp__berth__nope')], { toolNames: [...ENGINE_TOOLS, 'mcp__berth__run_prompt'] }));
   assert.equal(answer(reply), 'offline model: cannot call `mcp__berth__nope`: the request offers no such tool (MCP tools offered: mcp__berth__run_prompt)');
+});
+
+test('mcp: fetches a deferred tool with ToolSearch first, then calls it and answers with its result', () => {
+  const first = [prompt('mcp: mcp__berth__list_sessions\nsay: listed')];
+  const deferred = { toolNames: [...ENGINE_TOOLS, 'ToolSearch'] };
+  const search = respond(request(first, deferred));
+  assert.deepEqual(toolUse(search), { type: 'tool_use', id: toolUse(search).id, name: 'ToolSearch', input: { query: 'select:mcp__berth__list_sessions', max_results: 1 } });
+  // The engine offers the fetched tool from then on.
+  const fetched = { toolNames: [...ENGINE_TOOLS, 'ToolSearch', 'mcp__berth__list_sessions'] };
+  const second = afterTool(first, search, '<functions><function>{"name": "mcp__berth__list_sessions"}</function></functions>');
+  const call = respond(request(second, fetched));
+  assert.deepEqual(toolUse(call), { type: 'tool_use', id: toolUse(call).id, name: 'mcp__berth__list_sessions', input: {} });
+  assert.equal(answer(respond(request(afterTool(second, call, '{"sessions": []}'), fetched))), '{"sessions": []}\nlisted');
 });
