@@ -96,7 +96,10 @@ async function forward(
     }
     // Frame by frame: each chunk the owner writes is written to the client as it arrives. An upstream that
     // fails mid-way cuts the client's connection (an SSE client reconnects with Last-Event-ID).
-    upstream.body.on('error', (error) => request.log.warn({ err: error, node: owner.node }, 'a forwarded answer was cut'));
+    upstream.body.on('error', (error) => {
+      if (controller.signal.aborted) request.log.debug({ node: owner.node }, 'the client of a forwarded answer left');
+      else request.log.warn({ err: error, node: owner.node }, 'a forwarded answer was cut');
+    });
     return reply.send(upstream.body);
   } catch (error) {
     reply.raw.off('close', onClose);
