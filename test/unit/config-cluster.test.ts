@@ -40,12 +40,14 @@ describe('cluster configuration', () => {
       SERVICE_NODE_NAME: 'node-1',
       SERVICE_NODE_URL: 'https://node-1.internal:8443/',
       SERVICE_NODE_LEASE: '30s',
+      SERVICE_SHARED_DIR: '/mnt/berth-shared',
     });
     assert.deepEqual(cluster, {
       databaseUrl: 'postgresql://berth:s3cret@db.internal:5432/berth?sslmode=require',
       nodeName: 'node-1',
       nodeUrl: 'https://node-1.internal:8443',
       nodeLeaseMs: 30_000,
+      sharedDir: '/mnt/berth-shared',
     });
   });
 
