@@ -462,7 +462,10 @@ export class WorkspaceService {
     const saved = await this.store.copyOf(id);
     if (saved === undefined) throw errors.workspaceNotFound(id);
     const present = await disks.exists(id);
-    if (present && (saved.copy === 0 || (await this.copyOnDisk(id)) === saved.copy)) return;
+    // This node saved the last copy from this very disk (a disk is only ever replaced by the last copy), or
+    // the disk notes the last copy: current. Asking the node first also covers a save of this node's own
+    // between its index update and its note on the disk.
+    if (present && (saved.copy === 0 || saved.node === copies.node || (await this.copyOnDisk(id)) === saved.copy)) return;
     if (saved.copy === 0) {
       if ((await this.store.get(id))?.fileCount === 0) {
         (await disks.create(id)).release();
