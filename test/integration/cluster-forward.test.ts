@@ -8,6 +8,7 @@
 // - a forwarding loop is impossible (a node registered with B's own URL: B forwards once, then answers);
 // - an SSE stream resumed through B with Last-Event-ID has no gap and no duplicate (the same frames as A's);
 // - an agent whose node holds no lease is answered from its record (exited) or refused with 503 naming it;
+// - a running job's stream and cancel through the node that does not run it reach the runner;
 // - a per-caller cap of 2 across both nodes: 3 agents spawned at once, split across A and B, exactly one
 //   refused (three rounds; the places are given back at each DELETE).
 // Nothing is left: containers and networks (each test Berth's stop), PostgreSQL's processes and directory.
@@ -241,6 +242,30 @@ describe('requests forwarded to the node that runs the agent', { timeout: 240_00
     const exited = await statusThrough(b!, agentId, 'exited');
     assert.equal(exited.exit_error, 'agent: stopped by DELETE /agents/:id');
     assert.deepEqual(await a!.leftovers(), [], 'the agent\'s container on A is gone');
+  });
+
+  test('a running job\'s stream and cancel through the node that does not run it are forwarded to its runner', async () => {
+    const submitted = await a!.request('POST', '/run/async', { prompt: 'sleep: 60000\nsay: never' }, as('alice'));
+    assert.equal(submitted.status, 200, JSON.stringify(submitted.body));
+    const jobId = submitted.body.job_id as string;
+    // Whichever node claimed it runs it; the other is asked.
+    const runner = await waitFor('the job to run', async () => {
+      const [row] = await sql<{ status: string; node: string }>('SELECT status, node FROM jobs WHERE id = $1', [jobId]);
+      return row?.status === 'running' ? row.node : undefined;
+    }, 60_000, 100);
+    const other = runner === 'node-a' ? b! : a!;
+    const before = await forwarded(other, 'DELETE /jobs/:id');
+    const stream = follow(`${other.url}/jobs/${jobId}/stream`, (frames) => frames.some((f) => f.event === 'closed'), as('alice'));
+    await stream.ready;
+    assert.equal((await other.request('DELETE', `/jobs/${jobId}`, undefined, as('bob'))).status, 404, 'another caller: 404, nothing forwarded');
+    const cancelled = await other.request('DELETE', `/jobs/${jobId}`, undefined, as('alice'));
+    assert.equal(cancelled.status, 200, JSON.stringify(cancelled.body));
+    assert.equal(cancelled.body.status, 'cancelled');
+    const frames = await stream.done;
+    assert.deepEqual(frames.filter((f) => f.event === 'status').map((f) => f.data.status).slice(-1), ['cancelled'], JSON.stringify(frames));
+    assert.equal(await forwarded(other, 'DELETE /jobs/:id'), before + 1);
+    assert.ok((await forwarded(other, 'GET /jobs/:id/stream')) >= 1);
+    assert.deepEqual([...(await a!.leftovers()), ...(await b!.leftovers())], [], 'the job\'s container is gone once the cancel answered');
   });
 
   async function insertAgent(id: string, node: string, status: string, exitError?: string): Promise<void> {
