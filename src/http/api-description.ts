@@ -45,6 +45,18 @@ SERVICE_RATE_LIMIT_ENABLED=false switches it off). Over the limit: 429 \`rate li
 retry later\` and a \`Retry-After\` header; while limiting is on, every answer carries \`X-RateLimit-Remaining\`. Forwarding headers count only from the proxies
 listed in SERVICE_RATE_LIMIT_TRUSTED_PROXIES.
 
+**Several nodes.** With SERVICE_DATABASE_URL several Berths (nodes) share one PostgreSQL database, and any node
+answers any request. A request for an agent (GET and DELETE /agents/{id}, its send and stream), or for the stream
+or cancel of a job another node is running, is forwarded to the node that runs it as it came, Authorization
+included, which that node checks again; its answer comes back as it is sent (SSE frame by frame). A forwarded
+request carries \`X-Berth-Forwarded-From: <node>\` and is never forwarded again: a client that sends that header
+only gets the receiving node's own answer (404 for an agent it does not run). A node that cannot be reached is
+502 \`the request was forwarded to node <node>, which runs what it names, and failed there: <reason>; retry\`; an
+agent of a node without a live lease is answered from its record once it has exited (a lost node's agents
+become exited, \`node_lost\`) and is otherwise 503 naming the node. GET /agents lists the caller's agents on every
+node, and the per-caller limits (SERVICE_MAX_CONTAINERS_PER_CALLER, SERVICE_COMPOSE_MAX_STACKS_PER_CALLER) count
+the caller's containers and stacks on every node.
+
 **What Berth chooses where clients may differ.**
 - A run that fails answers with an error status (500 with the engine's reason, 404 for an unknown session,
   409 for a session in use); a run response's \`status\` is always \`completed\`.

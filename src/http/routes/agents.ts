@@ -21,6 +21,8 @@ const EXAMPLE_SNAPSHOT = {
   turns_completed: 1,
 };
 const agentNotFound = errors.agentNotFound('<id>');
+/** Several nodes: the agent's node did not answer a forwarded request (502), or holds no lease (503). */
+const ELSEWHERE = [errors.nodeUnreachable('<node>', '<reason>'), errors.nodeUnavailable('agent <id>', '<node>')];
 
 const SendBodySchema = Type.Object({ prompt: Type.String({ description: 'The turn\'s text.' }) }, { additionalProperties: false });
 const IdParams = Type.Object({ id: Type.String({ description: 'Agent id, prefix agent-' }) });
@@ -126,7 +128,7 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDepend
         tags: ['agents'],
         summary: 'Read an agent\'s snapshot',
         params: IdParams,
-        response: { 200: withExample(AgentSnapshotSchema, EXAMPLE_SNAPSHOT), ...errorResponses(401, agentNotFound, 429) },
+        response: { 200: withExample(AgentSnapshotSchema, EXAMPLE_SNAPSHOT), ...errorResponses(401, agentNotFound, 429, ...ELSEWHERE) },
       },
     },
     async (request) => agents.get(request.params.id, requestCaller(request)),
@@ -144,7 +146,7 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDepend
           200: withExample(Type.Object({ turn_id: Type.String({ description: 'prefix turn-; the turn\'s events carry it' }) }), {
             turn_id: 'turn-9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a',
           }),
-          ...errorResponses(400, 401, agentNotFound, errors.agentBusy('<id>'), errors.agentExited('<id>', '<exit_error>'), 413, 429, errors.agentNotReady('<id>'), errors.agentSendTimeout('<id>', '<SERVICE_AGENT_SEND_TIMEOUT>')),
+          ...errorResponses(400, 401, agentNotFound, errors.agentBusy('<id>'), errors.agentExited('<id>', '<exit_error>'), 413, 429, errors.agentNotReady('<id>'), errors.agentSendTimeout('<id>', '<SERVICE_AGENT_SEND_TIMEOUT>'), ...ELSEWHERE),
         },
       },
     },
@@ -163,7 +165,7 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDepend
         headers: StreamHeaders,
         response: {
           200: { description: EVENTS, content: { 'text/event-stream': { schema: Type.String(), example: EXAMPLE_EVENTS } } },
-          ...errorResponses(400, 401, agentNotFound, 429, errors.tooManySubscribers('<id>', '<limit>'), errors.streamsAtCapacity('<limit>')),
+          ...errorResponses(400, 401, agentNotFound, 429, errors.tooManySubscribers('<id>', '<limit>'), errors.streamsAtCapacity('<limit>'), ...ELSEWHERE),
         },
       },
     },
@@ -184,7 +186,7 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDepend
         description:
           'Answers once the engine has stopped, whatever its status (a starting agent too). The record stays readable, as exited, for SERVICE_AGENT_EXITED_RETENTION; deleting an exited agent forgets it.',
         params: IdParams,
-        response: { 204: Type.Null({ description: 'Stopped; no body.' }), ...errorResponses(401, agentNotFound, 429) },
+        response: { 204: Type.Null({ description: 'Stopped; no body.' }), ...errorResponses(401, agentNotFound, 429, ...ELSEWHERE) },
       },
     },
     async (request, reply) => {

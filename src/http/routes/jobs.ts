@@ -163,7 +163,7 @@ export function registerJobRoutes(app: FastifyInstance, deps: { jobs: JobService
         headers: JobStreamHeaders,
         response: {
           200: { description: JOB_EVENTS, content: { 'text/event-stream': { schema: Type.String(), example: EXAMPLE_JOB_EVENTS } } },
-          ...errorResponses(400, 401, jobNotFound, 429, errors.streamsAtCapacity('<limit>')),
+          ...errorResponses(400, 401, jobNotFound, 429, errors.streamsAtCapacity('<limit>'), errors.nodeUnreachable('<node>', '<reason>')),
         },
       },
     },
@@ -184,7 +184,7 @@ export function registerJobRoutes(app: FastifyInstance, deps: { jobs: JobService
         params: JobIdParams,
         response: {
           200: withExample(Type.Object({ id: Type.String(), status: Type.Literal('cancelled') }), { id: EXAMPLE_JOB_ID, status: 'cancelled' }),
-          ...errorResponses(401, jobNotFound, errors.jobFinished('<id>', '<status>'), 429),
+          ...errorResponses(401, jobNotFound, errors.jobFinished('<id>', '<status>'), 429, errors.nodeUnreachable('<node>', '<reason>')),
         },
       },
     },
