@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
+import { measureDispatchLatency } from '../../bench/dispatch-latency.js';
 import { metric, startTestBerth, type TestBerth } from '../support/berth.js';
 import { freePort, startPostgres, type PostgresDatabaseAddress, type TestPostgres } from '../support/postgres.js';
 import { serviceProcess, type ServiceProcess } from '../support/service-process.js';
@@ -135,7 +136,8 @@ describe('async jobs dispatched across two nodes', { timeout: 300_000 }, () => {
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     for (const id of ids) assert.deepEqual(receiver.of(id).map((hook) => hook.status), ['completed'], `${id}: one webhook`);
     const queued = ids.map((id) => recorded.get(id)!).filter((row) => row.claimed_by === 'node-b').map((row) => row.waited_ms!).sort((x, y) => x - y);
-    console.log(`dispatch through the queue (submit on A -> claim by B), ms: p50 ${queued[Math.floor(queued.length / 2)]}, all ${queued.map((ms) => ms.toFixed(1)).join(' ')}`);
+    // Time in the queue here includes waiting for a free slot (every slot is busy most of the time).
+    console.log(`time in the queue of the jobs B ran, ms: ${queued.map((ms) => ms.toFixed(1)).join(' ')}`);
     assert.ok((await metric(a!, 'berth_job_dispatch_seconds_count{path="local"}')) >= 1, 'node A claimed some at submission');
   });
 
@@ -143,6 +145,15 @@ describe('async jobs dispatched across two nodes', { timeout: 300_000 }, () => {
     // A's one slot is taken by a job that waits; B's two by jobs that sleep.
     const blocker = await submit('run: /bin/sleep 600');
     await claimedBy(blocker, 'node-a');
+    // Dispatch latency (bench/dispatch-latency.ts) while A is busy and B has free slots: jobs submitted to A one
+    // at a time go through the queue and B claims each, woken by NOTIFY.
+    const measured = await measureDispatchLatency({ baseUrl: a!.url, databaseUrl: address.url, jobs: 5, intervalMs: 0, oneAtATime: true });
+    const { samples, ...summary } = measured;
+    console.log(`dispatch latency: ${JSON.stringify(summary)}; queued ms: ${samples.map((x) => x.ms.toFixed(1)).join(' ')}`);
+    assert.deepEqual(samples.map((x) => [x.path, x.claimedBy]), samples.map(() => ['queued', 'node-b']));
+    // The target is 50 ms at the median (docs/jobs.md); this machine is shared with other test runs, so the
+    // test checks the order of magnitude (a lost NOTIFY would show the 2 s poll) and the bench row the figure.
+    assert.ok(measured.queued_p50_ms! < 500, `queued p50 ${measured.queued_p50_ms} ms`);
     const onB = [await submit('say: on b\nrun: /bin/sleep 600'), await submit('say: on b too\nrun: /bin/sleep 600')];
     for (const id of onB) await claimedBy(id, 'node-b');
     await waitFor('both jobs running on B', async () => {

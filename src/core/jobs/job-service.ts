@@ -471,7 +471,8 @@ export class JobService {
     let finish!: () => void;
     // Registered before the job is marked running, so a DELETE in between finds something to abort.
     this.running.set(id, { controller, done: new Promise<void>((resolve) => (finish = resolve)) });
-    if (this.isStopping()) controller.abort();
+    // Shared queue: a job claimed while this node stops is handed back below, not started.
+    if (this.dispatcher && this.isStopping()) controller.abort();
     try {
       // Still pending until a container slot is free (SERVICE_MAX_CONTAINERS, _PER_CALLER); a cancel or
       // the shutdown ends the wait and is handled just below.

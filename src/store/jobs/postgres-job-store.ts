@@ -74,11 +74,12 @@ export class PostgresJobStore implements JobStore, SharedJobQueue {
   }
 
   async insert(job: NewJob): Promise<Job> {
-    // A job claimed at once is claimed when it is queued (its dispatch took no time); otherwise the insert's
+    // A job claimed at once is claimed when it is queued (claimed_at = queued_at: its dispatch took no time, and
+    // the two being equal tells this path from a claim out of the queue); otherwise the insert's
     // trigger wakes every node (NOTIFY berth_jobs 'pending', sent at commit).
     const [row] = await this.db.query<JobRow>(
-      `INSERT INTO jobs (id, status, session_id, run_id, webhook_url, request, owner, created_at, updated_at, node, accepted_by, pinned, claimed_by, claimed_at)
-       VALUES ($1, 'pending', $2, $3, $4, $5, $6, $7, $7, $8, $8, $9, CASE WHEN $10 THEN $8 END, CASE WHEN $10 THEN clock_timestamp() END)
+      `INSERT INTO jobs (id, status, session_id, run_id, webhook_url, request, owner, created_at, updated_at, node, accepted_by, pinned, claimed_by, queued_at, claimed_at)
+       VALUES ($1, 'pending', $2, $3, $4, $5, $6, $7, $7, $8, $8, $9, CASE WHEN $10 THEN $8 END, statement_timestamp(), CASE WHEN $10 THEN statement_timestamp() END)
        RETURNING ${COLUMNS}`,
       [job.id, job.sessionId, job.runId, job.webhookUrl, JSON.stringify(job.request), job.owner, job.createdAt, this.node, job.pinned === true, job.claimed === true],
     );
