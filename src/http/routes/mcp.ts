@@ -20,18 +20,29 @@ import { Berth } from '@berth/client';
 import { berthMcpServer } from '@berth/cli/mcp-tools';
 import { errors } from '../../errors.js';
 import { callerOfRequest, loopbackFetch } from '../loopback-fetch.js';
-import { errorResponses } from '../schemas.js';
+import { errorResponses, withExample } from '../schemas.js';
 
 /** The SDK's base URL inside the process: loopback-fetch.ts reads only the path and query of its requests. */
 const IN_PROCESS_URL = 'http://berth.invalid';
 
 const DESCRIPTION =
-  'Berth\'s tools for MCP clients (Model Context Protocol, streamable HTTP transport, stateless): run a prompt (run_prompt; start_job and get_job), spawn an agent, send to it and read its output, list sessions and read their messages, list workspaces and their files, push and pull files. The body is a JSON-RPC 2.0 message (or batch) of MCP; send `Accept: application/json, text/event-stream`. Every tool call acts as the caller of this request, with its token: it can reach only the caller\'s own sessions, jobs, agents and workspaces. See docs/mcp.md.';
+  'Berth\'s tools for MCP clients (Model Context Protocol, streamable HTTP transport, stateless): run a prompt (run_prompt; start_job and get_job), spawn an agent, send to it and read its output, list sessions and read their messages, list workspaces and their files, push and pull files. The body is one JSON-RPC 2.0 message of MCP; send `Accept: application/json, text/event-stream`. Every tool call acts as the caller of this request, with its token: it can reach only the caller\'s own sessions, jobs, agents and workspaces. See docs/mcp.md.';
 
-const JsonRpcBody = Type.Union(
-  [Type.Object({}, { additionalProperties: true }), Type.Array(Type.Object({}, { additionalProperties: true }))],
-  { description: 'An MCP JSON-RPC 2.0 request, notification or response, or a batch of them.' },
+/** One message: MCP's streamable HTTP carries no JSON-RPC batches since protocol version 2025-06-18. */
+const JsonRpcMessage = withExample(
+  Type.Object(
+    {
+      jsonrpc: Type.Literal('2.0', { description: 'Always "2.0".' }),
+      id: Type.Optional(Type.Union([Type.String(), Type.Integer()], { description: 'A request\'s id, echoed by its answer; absent on a notification.' })),
+      method: Type.Optional(Type.String({ description: 'initialize, notifications/initialized, tools/list, tools/call or ping' })),
+      params: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'The method\'s parameters, e.g. {"name": "run_prompt", "arguments": {"prompt": "say: hi"}} for tools/call.' })),
+    },
+    { additionalProperties: true, description: 'One MCP JSON-RPC 2.0 request, notification or response.' },
+  ),
+  { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'run_prompt', arguments: { prompt: 'say: hi' } } },
 );
+
+const EXAMPLE_ANSWER = 'event: message\ndata: {"result":{"content":[{"type":"text","text":"{\\"run_id\\": \\"run-…\\", \\"session_id\\": \\"…\\", \\"output\\": \\"hi\\"}"}],"structuredContent":{"run_id":"run-…","session_id":"…","output":"hi"}},"jsonrpc":"2.0","id":2}\n\n';
 
 export function registerMcpRoutes(app: FastifyInstance, deps: { version: string }): void {
   const answering = new Set<McpServer>();
@@ -46,11 +57,11 @@ export function registerMcpRoutes(app: FastifyInstance, deps: { version: string 
         tags: ['mcp'],
         summary: 'Berth\'s MCP server (streamable HTTP): list and call Berth\'s tools as the caller',
         description: DESCRIPTION,
-        body: JsonRpcBody,
+        body: JsonRpcMessage,
         response: {
           200: {
             description: 'The JSON-RPC answer, as one JSON object or as Server-Sent Events (`event: message`) carrying it.',
-            content: { 'text/event-stream': { schema: Type.String() }, 'application/json': { schema: Type.Object({}, { additionalProperties: true }) } },
+            content: { 'text/event-stream': { schema: Type.String(), example: EXAMPLE_ANSWER }, 'application/json': { schema: Type.Object({}, { additionalProperties: true }), example: JSON.parse(EXAMPLE_ANSWER.split('data: ')[1]!) } },
           },
           202: { description: 'A notification or response accepted (no body).', type: 'null' },
           ...errorResponses(400, 401, 429),

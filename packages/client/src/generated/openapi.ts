@@ -1281,7 +1281,7 @@ export interface paths {
                                 partial_output: string;
                                 /** @description Whether a successful final result had been printed. */
                                 task_completed: boolean;
-                                reason: "oom" | "timeout" | "signal" | "service_stop" | "service_restart";
+                                reason: "oom" | "timeout" | "signal" | "service_stop" | "service_restart" | "node_lost";
                             } | (never | null);
                             /** @description Why the job did not complete; null otherwise. */
                             error: string | null;
@@ -1399,6 +1399,15 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description Messages: `the request was forwarded to node <node>, which runs what it names, and failed there: <reason>; retry`. */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         options?: never;
@@ -1489,6 +1498,15 @@ export interface paths {
                 };
                 /** @description Every error: a message saying what was wrong, and status "error". */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `the request was forwarded to node <node>, which runs what it names, and failed there: <reason>; retry`. */
+                502: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2803,7 +2821,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the agents of this service instance, exited ones included until their retention ends */
+        /** List the caller's agents (on every node of a cluster), exited ones included until their retention ends */
         get: {
             parameters: {
                 query?: never;
@@ -3193,6 +3211,24 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description Messages: `the request was forwarded to node <node>, which runs what it names, and failed there: <reason>; retry`. */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `agent <id> runs on node <node>, which holds no live lease (stopped, restarting or lost); retry once it is back, or once its loss has been handled`. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -3240,6 +3276,24 @@ export interface paths {
                 };
                 /** @description Every error: a message saying what was wrong, and status "error". */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `the request was forwarded to node <node>, which runs what it names, and failed there: <reason>; retry`. */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `agent <id> runs on node <node>, which holds no live lease (stopped, restarting or lost); retry once it is back, or once its loss has been handled`. */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3368,7 +3422,16 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Messages: `agent <id> is still starting; retry when its status is idle`. */
+                /** @description Messages: `the request was forwarded to node <node>, which runs what it names, and failed there: <reason>; retry`. */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `agent <id> is still starting; retry when its status is idle`; `agent <id> runs on node <node>, which holds no live lease (stopped, restarting or lost); retry once it is back, or once its loss has been handled`. */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -3481,7 +3544,16 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Messages: `server at capacity: <limit> event streams are open (SERVICE_SSE_MAX_STREAMS); retry later`. */
+                /** @description Messages: `the request was forwarded to node <node>, which runs what it names, and failed there: <reason>; retry`. */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Messages: `server at capacity: <limit> event streams are open (SERVICE_SSE_MAX_STREAMS); retry later`; `agent <id> runs on node <node>, which holds no live lease (stopped, restarting or lost); retry once it is back, or once its loss has been handled`. */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -4319,6 +4391,139 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Berth's MCP server (streamable HTTP): list and call Berth's tools as the caller
+         * @description Berth's tools for MCP clients (Model Context Protocol, streamable HTTP transport, stateless): run a prompt (run_prompt; start_job and get_job), spawn an agent, send to it and read its output, list sessions and read their messages, list workspaces and their files, push and pull files. The body is one JSON-RPC 2.0 message of MCP; send `Accept: application/json, text/event-stream`. Every tool call acts as the caller of this request, with its token: it can reach only the caller's own sessions, jobs, agents and workspaces. See docs/mcp.md.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description One MCP JSON-RPC 2.0 request, notification or response. */
+            requestBody: {
+                content: {
+                    /**
+                     * @example {
+                     *       "jsonrpc": "2.0",
+                     *       "id": 2,
+                     *       "method": "tools/call",
+                     *       "params": {
+                     *         "name": "run_prompt",
+                     *         "arguments": {
+                     *           "prompt": "say: hi"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * @description Always "2.0".
+                         * @enum {string}
+                         */
+                        jsonrpc: "2.0";
+                        /** @description A request's id, echoed by its answer; absent on a notification. */
+                        id?: string | number;
+                        /** @description initialize, notifications/initialized, tools/list, tools/call or ping */
+                        method?: string;
+                        /** @description The method's parameters, e.g. {"name": "run_prompt", "arguments": {"prompt": "say: hi"}} for tools/call. */
+                        params?: {
+                            [key: string]: unknown;
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description The JSON-RPC answer, as one JSON object or as Server-Sent Events (`event: message`) carrying it. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example event: message
+                         *     data: {"result":{"content":[{"type":"text","text":"{\"run_id\": \"run-…\", \"session_id\": \"…\", \"output\": \"hi\"}"}],"structuredContent":{"run_id":"run-…","session_id":"…","output":"hi"}},"jsonrpc":"2.0","id":2}
+                         */
+                        "text/event-stream": string;
+                        /**
+                         * @example {
+                         *       "result": {
+                         *         "content": [
+                         *           {
+                         *             "type": "text",
+                         *             "text": "{\"run_id\": \"run-…\", \"session_id\": \"…\", \"output\": \"hi\"}"
+                         *           }
+                         *         ],
+                         *         "structuredContent": {
+                         *           "run_id": "run-…",
+                         *           "session_id": "…",
+                         *           "output": "hi"
+                         *         }
+                         *       },
+                         *       "jsonrpc": "2.0",
+                         *       "id": 2
+                         *     }
+                         */
+                        "application/json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description A notification or response accepted (no body). */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Every error: a message saying what was wrong, and status "error". */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;
