@@ -19,7 +19,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { BERTH_TOOL_NAMES } from '../../packages/cli/src/commands/mcp-tools.js';
 import { startBerthWithCallers } from '../support/callers.js';
-import type { TestBerth } from '../support/berth.js';
+import { containersOf, type TestBerth } from '../support/berth.js';
+import { waitFor } from '../support/wait.js';
 
 const BERTH = join(resolve(import.meta.dirname, '../..'), 'node_modules/.bin/berth');
 
@@ -123,6 +124,17 @@ describe('Berth as an MCP server', { timeout: 180_000 }, () => {
     assert.deepEqual([binary.encoding, binary.content], ['base64', Buffer.from([0, 1]).toString('base64')]);
     const { entries } = await call(alice, 'list_workspace_files', { workspace_id: own.workspace });
     assert.deepEqual(entries.map((entry: { name: string }) => entry.name).sort(), ['notes', 'out.bin']);
+  });
+
+  it('a tool call the client cancels stops its run: its container goes', async () => {
+    const runs = async () => (await containersOf(t.config.instanceName)).filter((c) => c.name.startsWith('berth-run-'));
+    const cancel = new AbortController();
+    const pending = alice.callTool({ name: 'run_prompt', arguments: { prompt: 'run: /bin/sleep 60' } }, undefined, { signal: cancel.signal, timeout: 120_000 });
+    await waitFor('the run container', async () => ((await runs()).some((c) => c.state === 'running') ? true : undefined), 60_000, 200);
+    cancel.abort();
+    await assert.rejects(pending);
+    // The cancellation arrives in a POST of its own; it reaches the call it names, whose run Berth stops.
+    await waitFor('the run container to go', async () => ((await runs()).length === 0 ? true : undefined), 30_000, 200);
   });
 
   it("answers Berth's refusals as tool errors with Berth's text", async () => {

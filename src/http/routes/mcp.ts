@@ -9,7 +9,8 @@
 // from here instead would put a second copy of each route's checks beside the routes.
 //
 // Stateless: each POST gets a server and a transport of its own, closed with its response; nothing is kept
-// between requests, so there is no session to bound or expire. GET and DELETE (an SSE stream and a session's
+// between requests, so there is no session to bound or expire. A client's cancellation of a tool call, which
+// arrives in a POST of its own, is routed to the call it names (mcp-calls.ts). GET and DELETE (an SSE stream and a session's
 // end, in the stateful variant) answer 405. At shutdown the servers still answering are closed, which aborts
 // their tool calls (and so their runs, as a client that left).
 import { Type } from '@sinclair/typebox';
@@ -20,6 +21,7 @@ import { Berth } from '@berth/client';
 import { berthMcpServer } from '@berth/cli/mcp-tools';
 import { errors } from '../../errors.js';
 import { callerOfRequest, loopbackFetch } from '../loopback-fetch.js';
+import { McpCalls } from '../mcp-calls.js';
 import { errorResponses, withExample } from '../schemas.js';
 
 /** The SDK's base URL inside the process: loopback-fetch.ts reads only the path and query of its requests. */
@@ -46,6 +48,7 @@ const EXAMPLE_ANSWER = 'event: message\ndata: {"result":{"content":[{"type":"tex
 
 export function registerMcpRoutes(app: FastifyInstance, deps: { version: string }): void {
   const answering = new Set<McpServer>();
+  const calls = new McpCalls();
   app.addHook('preClose', async () => {
     await Promise.all([...answering].map((server) => server.close().catch(() => undefined)));
   });
@@ -73,11 +76,15 @@ export function registerMcpRoutes(app: FastifyInstance, deps: { version: string 
       const server = berthMcpServer(berth, { version: deps.version });
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
       answering.add(server);
+      const authorization = request.headers.authorization;
+      const release = calls.track(authorization, request.body, server);
       // The response's end (answered, or the client gone) ends the server; a tool call still running is aborted.
       reply.raw.once('close', () => {
+        release();
         answering.delete(server);
         void server.close().catch(() => undefined);
       });
+      await calls.cancel(authorization, request.body);
       reply.hijack();
       await server.connect(transport);
       await transport.handleRequest(request.raw, reply.raw, request.body);
