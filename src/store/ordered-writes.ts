@@ -30,6 +30,18 @@ export class OrderedWrites {
   }
 
   /**
+   * Settles once the writes of `key` queued so far have (written or failed and reported), or after `withinMs`.
+   * Never rejects.
+   */
+  async settled(key: string, withinMs = DEFAULT_FLUSH_MS): Promise<void> {
+    const tail = this.tails.get(key);
+    if (tail === undefined) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([tail, new Promise<void>((resolve) => (timer = setTimeout(resolve, withinMs)))]);
+    clearTimeout(timer);
+  }
+
+  /**
    * Settles once every write queued so far has, and those queued meanwhile, or once `withinMs` passed (a
    * database that hangs must not hang a shutdown); answers whether everything was written. Never rejects.
    */

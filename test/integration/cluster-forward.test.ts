@@ -85,6 +85,9 @@ describe('requests forwarded to the node that runs the agent', { timeout: 240_00
     const spawned = await a.request('POST', '/agents', {}, as('alice'));
     assert.equal(spawned.status, 200, JSON.stringify(spawned.body));
     agentId = spawned.body.id as string;
+    // The spawn answers once the agent's record is in the shared store: at once, another node finds it.
+    const atOnce = await b.request('GET', `/agents/${agentId}`, undefined, as('alice'));
+    assert.equal(atOnce.status, 200, `read through B right after the spawn: ${JSON.stringify(atOnce.body)}`);
     owner = await waitFor('the agent\'s record in the shared store', async () => {
       const [row] = await sql<{ owner: string }>('SELECT owner FROM agents WHERE id = $1', [agentId]);
       return row?.owner;

@@ -56,3 +56,19 @@ test('flush() answers false once its time is up when a write never ends, instead
   assert.equal(await writes.flush(50), false);
   assert.ok(Date.now() - started < 1_000);
 });
+
+test('settled(key) waits for that key\'s queued writes only, and gives up on one that hangs', async () => {
+  const landed: string[] = [];
+  const writes = new OrderedWrites(() => undefined);
+  writes.add('a', 'a1', async () => {
+    await sleep(30);
+    landed.push('a1');
+  });
+  writes.add('b', 'hangs', () => new Promise<void>(() => undefined));
+  await writes.settled('a');
+  assert.deepEqual(landed, ['a1']);
+  await writes.settled('none');
+  const started = Date.now();
+  await writes.settled('b', 50);
+  assert.ok(Date.now() - started < 1_000);
+});

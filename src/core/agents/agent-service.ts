@@ -180,6 +180,9 @@ export class AgentService {
       createdAt: new Date(agent.createdAtMs).toISOString(),
     };
     this.writeRecord(agentId, 'writing the agent\'s record', (store) => store.insert(record));
+    // Answered once its record is in the store: with several nodes, the next request for it may reach another
+    // node, which finds where it runs from that record (a SQLite store has written it already).
+    const recorded = this.writes.settled(agentId, 2_000);
     // The agent holds its container slot until its container is gone.
     const ended = container.monitor(agent).finally(() => accepted.slot.release());
     this.entries.set(agentId, { agent, container, ended, owner: caller.owner, ...(session.saveProgress ? { saveSession: session.saveProgress } : {}) });
@@ -192,6 +195,7 @@ export class AgentService {
     // An engine gone already ends the agent by its exit; one that does not read is stopped by deliver().
     if (accepted.pooled) agent.markReady();
     else this.deliver(agentId, container, READY_REQUEST).catch(() => undefined);
+    await recorded;
     return agent.snapshot();
   }
 
