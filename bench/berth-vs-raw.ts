@@ -4,7 +4,7 @@
 // measured alternately round by round. Then /run/stream's first frame, persistent agents (spawn to idle,
 // send to first output, memory with 20 idle), workspaces (bench/workspace-rows.ts), the model gateway's
 // added time to the first streamed byte (bench/gateway-rows.ts) and a soak of POST /run at concurrency 8
-// with the pool on.
+// with the pool on; last, the cluster rows (bench/cluster.ts: make cluster's 3 nodes behind HAProxy vs one node).
 // Prints the tables and writes the figures as JSON to bench/results/.
 //   npx tsx bench/berth-vs-raw.ts [--rounds N] [--soak N] [--levels 1,4,8]
 import { execFile } from 'node:child_process';
@@ -22,6 +22,7 @@ import { percentile, runLoad, type LoadResult } from '../test/support/load.js';
 import { modelUrlFromHost } from '../test/support/berth.js';
 import { measureWorkspaces, printWorkspaceRows, type WorkspaceRows } from './workspace-rows.js';
 import { DEFAULT_SAMPLES as GATEWAY_SAMPLES, measureGateway, printGatewayRows, type GatewayRows } from './gateway-rows.js';
+import { measureCluster, printClusterRows, type ClusterRows } from './cluster.js';
 
 // The raw runs need the same Podman settings as Berth on this kind of host (runc, explicit ulimits).
 process.env.CONTAINERS_CONF ??= join(import.meta.dirname, '..', 'scripts', 'containers.conf');
@@ -335,6 +336,11 @@ try {
   await rm(dir, { recursive: true, force: true });
 }
 
+// The cluster rows (issue 26; bench/cluster.ts), once the two Berths above have stopped: make cluster's three
+// nodes behind HAProxy against one node, on this host alone.
+process.stderr.write('cluster (make cluster: 3 nodes behind HAProxy) vs one node…\n');
+const cluster: ClusterRows | { error: string } = await measureCluster((line) => process.stderr.write(`${line}\n`)).catch((error: Error) => ({ error: error.message }));
+
 const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100;
 const rows = results.map((level) => {
   const raw = summary(level.raw, level.runs);
@@ -368,6 +374,8 @@ console.log(`| agent send to first output, p50 (pool off / on) | ${extras.agent_
 console.log(`| bench process RSS (both Berths in it) before / with ${IDLE_AGENTS} idle agents | ${extras.rss_mb_idle_agents.before} / ${extras.rss_mb_idle_agents.after} MiB |`);
 if (workspaces) printWorkspaceRows(workspaces);
 if (gateway) printGatewayRows(gateway);
+if ('error' in cluster) console.log(`\ncluster rows: not measured: ${cluster.error}`);
+else printClusterRows(cluster);
 if (soak) {
   console.log(
     `\nsoak: ${soak.runs} POST /run at concurrency 8 (pool on): ${soak.failures} failures, p50 ${soak.p50_ms} ms, p95 ${soak.p95_ms} ms (p95/p50 ${soak.p95_over_p50}), ${soak.throughput_per_s} runs/s, ${soak.containers_left} containers left`,
@@ -376,7 +384,7 @@ if (soak) {
 const resultsDir = join(import.meta.dirname, 'results');
 await mkdir(resultsDir, { recursive: true });
 const file = join(resultsDir, `berth-vs-raw-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-await writeFile(file, `${JSON.stringify({ at: new Date().toISOString(), levels: rows, extras, workspaces, gateway, soak }, null, 2)}\n`);
+await writeFile(file, `${JSON.stringify({ at: new Date().toISOString(), levels: rows, extras, workspaces, gateway, soak, cluster }, null, 2)}\n`);
 console.log(`\nfigures written to ${file}`);
-const failed = rows.some((r) => r.berth.failures > 0 || r.pooled.failures > 0) || (soak !== undefined && (soak.failures > 0 || soak.containers_left > 0));
+const failed = rows.some((r) => r.berth.failures > 0 || r.pooled.failures > 0) || (soak !== undefined && (soak.failures > 0 || soak.containers_left > 0)) || 'error' in cluster;
 if (failed) process.exitCode = 1;

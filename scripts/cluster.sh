@@ -194,6 +194,8 @@ else
   as_postgres "$pg_bin/createdb" --host "$pg_dir/socket" --port "$pg_port" --username berth berth
   export SERVICE_DATABASE_URL="postgres://berth:$pg_password@127.0.0.1:$pg_port/berth"
 fi
+# For tools that read the shared store (psql, bench/dispatch-latency.ts): readable by root only.
+(umask 077 && echo "SERVICE_DATABASE_URL=$SERVICE_DATABASE_URL" >"$run_dir/database.env")
 
 # ---- the nodes -------------------------------------------------------------------------------------------------
 for i in 0 1 2; do
@@ -269,6 +271,7 @@ berth_welcome "$lb_address" "A Berth cluster (node-1..3 behind HAProxy) is runni
 cat <<MSG
   The nodes themselves: $(for i in 0 1 2; do printf 'http://127.0.0.1:%s ' "${node_ports[$i]}"; done)
   Logs: $logs   Try losing a node: kill -9 \$(cat $run_dir/node-2.pid)
+  The database: SERVICE_DATABASE_URL in $run_dir/database.env (psql "\$(sed -n 's/^SERVICE_DATABASE_URL=//p' $run_dir/database.env)")
 
 MSG
 touch "$run_dir/ready"

@@ -60,7 +60,7 @@ async function api(base: string, method: string, path: string, body?: unknown): 
   }
 }
 
-describe('a three-node cluster behind HAProxy loses a node mid-load', { timeout: 480_000 }, () => {
+describe('a three-node cluster behind HAProxy loses a node mid-load', { timeout: 600_000 }, () => {
   let cluster: TestCluster;
   let receiver: Server;
   let hookBase = '';
@@ -72,7 +72,7 @@ describe('a three-node cluster behind HAProxy loses a node mid-load', { timeout:
   const marker = `cluster-marker-${randomBytes(4).toString('hex')}`;
   let killedAt = 0;
   const sent: Sent[] = [];
-  const agentTurns = new Map<string, { sent: number; status: number[] }>();
+  const agentTurns = new Map<string, { sent: number; unknown: number; status: number[] }>();
   /** The stream test: frames the first connection (through the lost node) got, and the turn it followed. */
   let firstConnection: ReturnType<typeof follow> | undefined;
   let streamedTurn = '';
@@ -143,7 +143,7 @@ describe('a three-node cluster behind HAProxy loses a node mid-load', { timeout:
     assert.match(cluster.output(), new RegExp(`curl -s -X POST ${lb()}/run`), 'it prints the curl, as make up does');
   });
 
-  test('before the loss: agents on each node, a session run on node-3, a stream followed through node-3', async () => {
+  test('before the loss: agents on each node, a session run on node-3, a stream of node-2\'s agent followed through node-3', async () => {
     const spawn = async (i: number) => {
       const { status, body } = await api(node(i), 'POST', '/agents', { disable_idle_timeout: true });
       assert.equal(status, 200, JSON.stringify(body));
@@ -170,10 +170,6 @@ describe('a three-node cluster behind HAProxy loses a node mid-load', { timeout:
     // It breaks when node-3 is killed: what it received is read later, its failure is expected.
     firstConnection.done.catch(() => undefined);
     await firstConnection.ready;
-    const sentTurn = await api(lb(), 'POST', `/agents/${agents.streamed}/send`, { prompt: 'say: before the loss\nrun: /bin/sleep 6\nsay: after the loss' });
-    assert.equal(sentTurn.status, 200, JSON.stringify(sentTurn.body));
-    streamedTurn = sentTurn.body.turn_id;
-    await waitFor('the turn start through node-3', async () => firstConnection!.frames.some((f) => f.event === 'turn_start' && f.data.turn_id === streamedTurn) || undefined, 30_000, 50);
   });
 
   test('60 mixed requests through HAProxy, node-3 killed -9 with its containers mid-load: every request sent once the loss is seen succeeds', async () => {
@@ -205,11 +201,16 @@ describe('a three-node cluster behind HAProxy loses a node mid-load', { timeout:
           case 'agent': {
             // Turns alternate between the agents of node-1 and node-2; the request reaches any node.
             const id = index % 2 === 0 ? agents.one : agents.two;
-            const record = agentTurns.get(id) ?? { sent: 0, status: [] };
+            const record = agentTurns.get(id) ?? { sent: 0, unknown: 0, status: [] };
             agentTurns.set(id, record);
             // One turn at a time per agent: wait for the previous one (sent by another worker) to end.
             await waitIdle(lb(), id, 60_000);
-            const { status, body } = await api(lb(), 'POST', `/agents/${id}/send`, { prompt: `say: turn ${index}` });
+            // A send whose answer is lost (node-3 forwarding it dies) may or may not have been taken.
+            const answer = await api(lb(), 'POST', `/agents/${id}/send`, { prompt: `say: turn ${index}` }).catch((error: Error) => {
+              record.unknown += 1;
+              throw error;
+            });
+            const { status, body } = answer;
             record.status.push(status);
             if (status !== 200) return { index, kind, startedAt, ok: false, detail: `${status} ${JSON.stringify(body)}` };
             record.sent += 1;
@@ -232,6 +233,11 @@ describe('a three-node cluster behind HAProxy loses a node mid-load', { timeout:
     const started = Date.now();
     const load = Promise.all(Array.from({ length: CONCURRENCY }, worker));
     await waitFor('a third of the load', async () => done >= TOTAL / 3 || undefined, 120_000, 50);
+    // A turn of node-2's agent under way on the stream node-3 forwards: node-3 dies in the middle of it.
+    const sentTurn = await api(lb(), 'POST', `/agents/${agents.streamed}/send`, { prompt: 'say: before the loss\nrun: /bin/sleep 4\nsay: after the loss' });
+    assert.equal(sentTurn.status, 200, JSON.stringify(sentTurn.body));
+    streamedTurn = sentTurn.body.turn_id;
+    await waitFor('the turn\'s first output through node-3', async () => firstConnection!.frames.some((f) => f.event === 'output' && f.data.turn_id === streamedTurn) || undefined, 30_000, 20);
     killedAt = Date.now();
     await cluster.killNode(LOST);
     await load;
@@ -282,10 +288,11 @@ describe('a three-node cluster behind HAProxy loses a node mid-load', { timeout:
       assert.ok(record && record.sent > 0, `agent ${id} took turns during the load`);
       assert.deepEqual(record.status.filter((s) => s !== 200), [], `every turn sent to ${id} was taken`);
       const after = await waitIdle(lb(), id, 30_000);
-      assert.equal(after.turns_completed, record.sent, `every turn of ${id} completed`);
+      const completed = after.turns_completed as number;
+      assert.ok(completed >= record.sent && completed <= record.sent + record.unknown, `every turn of ${id} completed: ${completed} of ${record.sent} taken (+${record.unknown} unanswered)`);
       const turn = await api(lb(), 'POST', `/agents/${id}/send`, { prompt: 'say: still here' });
       assert.equal(turn.status, 200, JSON.stringify(turn.body));
-      await waitFor(`${id}'s turn after the loss`, async () => (await api(lb(), 'GET', `/agents/${id}`)).body.turns_completed === record.sent + 1 || undefined, 60_000, 200);
+      await waitFor(`${id}'s turn after the loss`, async () => (await api(lb(), 'GET', `/agents/${id}`)).body.turns_completed === completed + 1 || undefined, 60_000, 200);
     }
     assert.equal(await agentContainer(0, agents.one), containersBefore.get(agents.one), 'node-1\'s agent keeps its container');
     assert.equal(await agentContainer(1, agents.two), containersBefore.get(agents.two), 'node-2\'s agent keeps its container');
@@ -297,7 +304,7 @@ describe('a three-node cluster behind HAProxy loses a node mid-load', { timeout:
   });
 
   test('a session last run on the lost node resumes on another node with its workspace and transcript', async () => {
-    const resumed = await api(lb(), 'POST', '/run', { prompt: 'run: cat /workspace/marker.txt\nrecall', engine: { session_id: sessionId, resume: true } });
+    const resumed = await api(lb(), 'POST', '/run', { prompt: 'run: cat /workspace/marker.txt\nrecall:', engine: { session_id: sessionId, resume: true } });
     assert.equal(resumed.status, 200, JSON.stringify(resumed.body));
     assert.equal(resumed.body.session_id, sessionId);
     const output = String(resumed.body.output);
@@ -307,15 +314,24 @@ describe('a three-node cluster behind HAProxy loses a node mid-load', { timeout:
 
   test('an agent stream followed through the lost node, reconnected through HAProxy with Last-Event-ID: no gap, no duplicate', async () => {
     assert.ok(firstConnection, 'the first connection was opened');
-    await firstConnection.done.catch(() => undefined);
+    // node-3's death ends it (its socket closed by the kernel); 10 s at most.
+    const ended = await Promise.race([firstConnection.done.then(() => 'ended', () => 'broken'), delay(10_000, 'still open')]);
+    firstConnection.stop();
+    assert.notEqual(ended, 'still open', 'the connection through node-3 ended with node-3');
     const got = firstConnection.frames.filter((f) => f.id !== undefined);
     assert.ok(got.length > 0, 'the first connection received events before the loss');
-    const resumed = follow(`${lb()}/agents/${agents.streamed}/stream`, (frames) => frames.some((f) => f.event === 'turn_end' && f.data.turn_id === streamedTurn), {
-      'last-event-id': String(got.at(-1)!.id),
-    });
-    const rest = (await resumed.done).filter((f) => f.id !== undefined);
-    const log = (await follow(`${lb()}/agents/${agents.streamed}/stream`, (frames) => frames.some((f) => f.event === 'turn_end' && f.data.turn_id === streamedTurn), { 'last-event-id': '0' }).done)
-      .filter((f) => f.id !== undefined);
+    // Followed until the turn's end, or 60 s at most (then what came is compared, and the end's absence named).
+    const untilTurnEnd = async (headers: Record<string, string>) => {
+      const connection = follow(`${lb()}/agents/${agents.streamed}/stream`, (frames) => frames.some((f) => f.event === 'turn_end' && f.data.turn_id === streamedTurn), headers);
+      const timer = setTimeout(() => connection.stop(), 60_000);
+      try {
+        return (await connection.done).filter((f) => f.id !== undefined);
+      } finally {
+        clearTimeout(timer);
+      }
+    };
+    const rest = await untilTurnEnd({ 'last-event-id': String(got.at(-1)!.id) });
+    const log = await untilTurnEnd({ 'last-event-id': '0' });
     const received = [...got, ...rest].map((f) => ({ id: f.id!, event: f.event }));
     assert.deepEqual(streamProblems(received, log.map((f) => ({ id: f.id!, event: f.event }))), []);
     assert.ok(rest.some((f) => f.event === 'output' && JSON.stringify(f.data).includes('after the loss')), 'the turn\'s end was received after the reconnect');

@@ -36,6 +36,8 @@ export interface TestCluster {
   readonly nodes: readonly ClusterNode[];
   /** What the script printed so far. */
   output(): string;
+  /** The cluster's SERVICE_DATABASE_URL, as the script recorded it (run/database.env). */
+  databaseUrl(): string;
   /** The script's recorded process ids (nodes, HAProxy, PostgreSQL, the nodes' Podman services). */
   pids(): Map<string, number>;
   /**
@@ -158,6 +160,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
     url: `http://127.0.0.1:${lbPort}`,
     nodes,
     output: () => output,
+    databaseUrl: () => /^SERVICE_DATABASE_URL=(.*)$/m.exec(readFileSync(join(dir, 'run', 'database.env'), 'utf8'))![1]!,
     pids: () => new Map(readPids()),
     async killNode(index) {
       const pids = readPids();
