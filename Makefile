@@ -1,5 +1,5 @@
 # The two commands: `make up` runs Berth with its embedded defaults, `make test` runs every test.
-.PHONY: up test setup test-unit test-integration test-users-path bench typecheck cluster
+.PHONY: up test setup test-unit test-integration test-users-path bench typecheck cluster image
 
 # Podman settings this kind of host needs (runc, explicit ulimits), for every command below and what it
 # starts, including the benchmark's raw `podman run`. A CONTAINERS_CONF you set yourself wins.
@@ -29,6 +29,10 @@ test-users-path: setup
 
 bench: setup
 	@npx tsx bench/berth-vs-raw.ts
+
+# Berth's own image, localhost/berth:<version>, built offline (docs/deploy.md runs it).
+image: setup
+	@bash scripts/build-berth-image.sh
 
 typecheck: setup
 	@npx tsc --noEmit -p tsconfig.json

@@ -70,5 +70,15 @@ export async function prepareEngineImage(runtime: Pick<Images, 'inspectImage' | 
  */
 async function makeExecuteOnly(treePath: string): Promise<void> {
   const binary = join(treePath, relative(ENGINE_MOUNT, ENGINE_BINARY));
-  await chmod(binary, 0o711);
+  await chmod(binary, 0o711).catch(async (error: NodeJS.ErrnoException) => {
+    // Berth in its image (docs/deploy.md): Podman mounts the tree in the host's mount namespace under its
+    // overlay directory, which Podman keeps a private mount, so the mount never reaches Berth's container.
+    // With the host's PID namespace (--pid host) the host's root is seen through a host process: init's, or
+    // (where init holds capabilities the container lacks, as on some VMs) conmon's, Berth's parent.
+    if (error.code !== 'ENOENT') throw error;
+    for (const pid of [1, process.ppid]) {
+      if (await chmod(join(`/proc/${pid}/root`, binary), 0o711).then(() => true, () => false)) return;
+    }
+    throw error;
+  });
 }
