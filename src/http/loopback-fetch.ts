@@ -34,7 +34,10 @@ const CALLER_HEADERS = ['authorization', 'x-forwarded-for', 'host', 'cookie'];
 export function loopbackFetch(app: FastifyInstance, caller: LoopbackCaller): typeof fetch {
   return async (input, init) => {
     const request = new Request(input, init);
-    request.signal.throwIfAborted();
+    // The caller's own signal: a copied Request's signal follows it only through a weak reference (undici),
+    // which an abort may not reach once nothing else holds the copy's controller.
+    const signal = init?.signal ?? (input instanceof Request ? input.signal : request.signal);
+    signal.throwIfAborted();
     const url = new URL(request.url);
     const headers: IncomingHttpHeaders = {};
     request.headers.forEach((value, name) => {
@@ -46,11 +49,11 @@ export function loopbackFetch(app: FastifyInstance, caller: LoopbackCaller): typ
 
     let response: ServerResponse | undefined;
     const disconnect = () => response?.destroy();
-    request.signal.addEventListener('abort', disconnect, { once: true });
+    signal.addEventListener('abort', disconnect, { once: true });
     const answered = await inject(
       (req, res) => {
         response = res;
-        if (request.signal.aborted) res.destroy();
+        if (signal.aborted) res.destroy();
         app.routing(req, res);
       },
       {
@@ -62,12 +65,12 @@ export function loopbackFetch(app: FastifyInstance, caller: LoopbackCaller): typ
         payloadAsStream: true,
       },
     ).catch((error: unknown) => {
-      request.signal.removeEventListener('abort', disconnect);
-      throw request.signal.aborted ? request.signal.reason : error;
+      signal.removeEventListener('abort', disconnect);
+      throw signal.aborted ? signal.reason : error;
     });
     const stream = answered.stream();
     stream.once('close', () => {
-      request.signal.removeEventListener('abort', disconnect);
+      signal.removeEventListener('abort', disconnect);
       // A body left unread (the reader cancelled it) is a client that left: the route stops writing.
       if (!stream.readableEnded) response?.destroy();
     });
