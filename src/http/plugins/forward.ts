@@ -81,7 +81,7 @@ async function forward(
   reply.raw.once('close', onClose);
   const hasBody = request.headers['content-length'] !== undefined || request.headers['transfer-encoding'] !== undefined;
   try {
-    const upstream = await sendUpstream(new URL(request.url, owner.url), {
+    const upstream = await sendUpstream(targetOf(owner.url, request.url), {
       method: request.method as 'GET',
       headers: relayedRequestHeaders(request, self),
       ...(hasBody ? { body: request.raw } : {}),
@@ -108,6 +108,12 @@ async function forward(
     request.log.warn({ err: error, node: owner.node, url: owner.url }, 'a request could not be forwarded to the node that runs it');
     throw errors.nodeUnreachable(owner.node, reason);
   }
+}
+
+/** The owner's URL for this request: its SERVICE_NODE_URL (a path prefix kept) followed by the matched route's path and query. */
+function targetOf(nodeUrl: string, path: string): URL {
+  const base = new URL(nodeUrl);
+  return new URL(`${base.pathname.replace(/\/+$/, '')}${path}`, base);
 }
 
 function relayedRequestHeaders(request: FastifyRequest, self: string): Record<string, string | string[]> {
