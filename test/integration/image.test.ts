@@ -153,7 +153,8 @@ describe('the image: make image, the documented podman run, the README curl, pod
     assert.equal(health.status, 'ok', JSON.stringify(health));
 
     // The compiled server, not the sources through tsx.
-    const command = await podman(['exec', name, 'cat', '/proc/1/cmdline']);
+    const pid = await podman(['inspect', '--format', '{{.State.Pid}}', name]);
+    const command = await readFile(`/proc/${pid}/cmdline`, 'utf8');
     assert.equal(command.split('\0').filter(Boolean).join(' '), '/usr/local/bin/node /opt/berth/dist/main.js');
 
     // The README's block, unchanged but for the port.
