@@ -1,5 +1,6 @@
-// The browser's stand-in for extract-archive.ts (package.json "browser" field): a web page has no local
-// directory to unpack into, so downloadDirectory is a Node-only call. Download the archive instead.
+// The browser's stand-in for extract-archive.ts (in dist/browser, the package's "browser" export condition;
+// scripts/browser-tree.mjs): a web page has no local directory to unpack into, so downloadDirectory is a
+// Node-only call. Download the archive instead.
 import type { ExtractedArchive } from './local-tree-types.js';
 
 export type { ExtractedArchive };

@@ -49,7 +49,7 @@ export type * from './types.js';
 export type { Agents, Auth, Images, Jobs, Sessions, Usage, Workspaces };
 export type { DownloadOptions, UploadDirectoryOptions, WorkspacePathOptions } from './workspaces.js';
 export type { UploadBody } from './request-body.js';
-export type { PackOptions, PackPlan } from './pack-directory.js';
+export type { PackOptions, PackPlan } from './local-tree-types.js';
 export { UnsafeArchiveError, type ExtractedArchive } from './extract-archive.js';
 
 export interface BerthOptions {

@@ -1,5 +1,6 @@
-// The browser's stand-in for pack-directory.ts (package.json "browser" field): a web page has no local
-// directory to walk, so uploadDirectory is a Node-only call. Upload files one at a time, or an archive.
+// The browser's stand-in for pack-directory.ts (in dist/browser, the package's "browser" export condition;
+// scripts/browser-tree.mjs): a web page has no local directory to walk, so uploadDirectory is a Node-only
+// call. Upload files one at a time, or an archive.
 import type { PackOptions, PackPlan } from './local-tree-types.js';
 
 export type { PackOptions, PackPlan };

@@ -8,7 +8,8 @@
 
 import { answer, type Api } from './api.js';
 import { extractArchive, type ExtractedArchive } from './extract-archive.js';
-import { packDirectory, planDirectory, type PackOptions, type PackPlan } from './pack-directory.js';
+import type { PackOptions, PackPlan } from './local-tree-types.js';
+import { packDirectory, planDirectory } from './pack-directory.js';
 import { uploadInit, type UploadBody } from './request-body.js';
 import type {
   CallOptions,
