@@ -4,10 +4,10 @@
 // - sequential pooled POST /run p50 through HAProxy to the cluster ÷ the single node's (target <= 1.2), rounds
 //   alternating between the two, each begun with every pool full (as a user finds the service after a pause);
 // - job dispatch latency, submit -> claim, p50 (target <= 50 ms; bench/dispatch-latency.ts, Helper A's): jobs
-//   sent to node-1 while its slots are all held by sleeping runs, so each waits in the shared queue until another
-//   node, woken by NOTIFY, claims it (a job its own node claims at submission waits 0 ms by construction);
+//   sent to node-1 while its job slots are all held by sleeping jobs, so each waits in the shared queue until
+//   another node, woken by NOTIFY, claims it (a job its own node claims at submission waits 0 ms by construction);
 // - throughput at concurrency 8, cluster vs single node, with the CPU seconds each run cost: of the whole host
-//   (/proc/stat: the engines' containers included, and whatever else the machine runs) and of the service's
+//   (/proc/stat: the engines' containers included; the machine's other load, measured just before, taken off) and of the service's
 //   processes (nodes, their Podman services, PostgreSQL, HAProxy). All nodes share this host's CPUs, so the
 //   cluster's throughput here is measured as is; what three hosts would give is estimated from the CPU seconds.
 //   npx tsx bench/cluster.ts [--rounds N] [--throughput-runs N]
@@ -28,7 +28,8 @@ import { removeAgentNetworkOf } from '../test/support/berth.js';
 
 const exec = promisify(execFile);
 const CHECKOUT = join(import.meta.dirname, '..');
-const POOL_SIZE = 2;
+// Berth's default pool: a round of 5 sequential runs finds warm engines on either side, as in the headline row.
+const POOL_SIZE = 4;
 const CONCURRENCY = 8;
 const PER_ROUND = 5;
 const PAUSE_MS = 1_500;
@@ -47,6 +48,8 @@ export interface ClusterRows {
     readonly cluster_service_cpu_s_per_run: number;
     /** 3 × the single node's runs/s × (its host CPU per run ÷ the cluster's): three hosts like this one. */
     readonly estimated_three_hosts_runs_per_s: number;
+    /** Busy CPUs of the machine's other work, measured before each side's runs (taken off the host's CPU). */
+    readonly background_cpus: { readonly single: number; readonly cluster: number };
     readonly failures: number;
   };
 }
@@ -162,27 +165,56 @@ function hostCpuSeconds(): number {
   return (user! + nice! + system! + irq! + softirq! + steal!) / 100;
 }
 
+/** The host's busy CPU seconds per second over `ms`, with nothing of the bench running: the machine's other load. */
+async function backgroundCpuRate(ms = 3_000): Promise<number> {
+  const before = hostCpuSeconds();
+  await delay(ms);
+  return (hostCpuSeconds() - before) / (ms / 1000);
+}
+
 async function throughput(url: string, pids: () => readonly number[], runs: number) {
+  // The host's CPU per run counts what the machine did meanwhile: its background rate, measured just before, is
+  // taken off (an estimate: other work on the machine may change while the runs go).
+  const background = await backgroundCpuRate();
   const [hostBefore, serviceBefore, started] = [hostCpuSeconds(), await processCpuSeconds(pids()), performance.now()];
   const results = await runLoad({ url, total: runs, concurrency: CONCURRENCY, promptOf: (i) => `say: throughput ${i}` });
   const seconds = (performance.now() - started) / 1000;
   const [hostAfter, serviceAfter] = [hostCpuSeconds(), await processCpuSeconds(pids())];
   return {
     runsPerS: Math.round((runs / seconds) * 100) / 100,
-    hostCpu: Math.round(((hostAfter - hostBefore) / runs) * 1000) / 1000,
+    hostCpu: Math.round((Math.max(hostAfter - hostBefore - background * seconds, serviceAfter - serviceBefore) / runs) * 1000) / 1000,
+    backgroundCpu: Math.round(background * 100) / 100,
     serviceCpu: Math.round(((serviceAfter - serviceBefore) / runs) * 1000) / 1000,
     failures: results.filter((r) => !r.ok).length,
   };
 }
 
-/** Holds every slot of a node with runs that sleep, until released (their answers are awaited then). */
-async function holdSlots(baseUrl: string, count: number, seconds: number): Promise<Promise<unknown>> {
-  const held = Promise.all(
-    Array.from({ length: count }, () =>
-      fetch(`${baseUrl}/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: `run: /bin/sleep ${seconds}\nsay: held` }) }).then((r) => r.text(), () => undefined),
-    ),
-  );
-  return held;
+/**
+ * Takes every job slot of the node at `baseUrl` with async jobs that sleep (a node claims a job itself at
+ * submission while it has a free slot): answers their ids once all of them run.
+ */
+async function holdJobSlots(baseUrl: string, count: number, seconds: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < count; i += 1) {
+    const response = await fetch(`${baseUrl}/run/async`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: `run: /bin/sleep ${seconds}\nsay: held` }) });
+    const body = (await response.json()) as { job_id?: string };
+    if (!response.ok || body.job_id === undefined) throw new Error(`POST /run/async answered ${response.status}: ${JSON.stringify(body)}`);
+    ids.push(body.job_id);
+  }
+  const deadline = Date.now() + 120_000;
+  while (!(await jobsAre(baseUrl, ids, (status) => status === 'running'))) {
+    if (Date.now() > deadline) throw new Error('the jobs holding the slots did not all start within 2 minutes');
+    await delay(250);
+  }
+  return ids;
+}
+
+async function jobsAre(baseUrl: string, ids: readonly string[], ok: (status: string) => boolean): Promise<boolean> {
+  for (const id of ids) {
+    const body = (await (await fetch(`${baseUrl}/jobs/${id}`)).json()) as { status?: string };
+    if (!ok(body.status ?? '')) return false;
+  }
+  return true;
 }
 
 export async function measureCluster(log: (line: string) => void, options: { rounds?: number; throughputRuns?: number } = {}): Promise<ClusterRows> {
@@ -219,13 +251,12 @@ export async function measureCluster(log: (line: string) => void, options: { rou
     let dispatch: ClusterRows['dispatch'];
     try {
       const databaseUrl = c.databaseUrl();
-      const held = await holdSlots(c.nodes[0]!.url, CONCURRENCY, 25);
-      // Every slot of node-1 taken: its runs' containers started.
-      const deadline = Date.now() + 30_000;
-      while ((await counter(c.nodes[0]!.metricsUrl, 'berth_containers_running')) < CONCURRENCY && Date.now() < deadline) await delay(200);
+      const held = await holdJobSlots(c.nodes[0]!.url, CONCURRENCY, 20);
       const measured = await measureDispatchLatency({ baseUrl: c.nodes[0]!.url, databaseUrl, jobs: 16, intervalMs: 250 });
       dispatch = { jobs: measured.samples.length, queued: measured.queued, queued_p50_ms: round1(measured.queued_p50_ms), queued_p95_ms: round1(measured.queued_p95_ms), target_p50_ms: 50 };
-      await held;
+      // The throughput below starts with every slot free again.
+      const deadline = Date.now() + 120_000;
+      while (!(await jobsAre(c.nodes[0]!.url, held, (status) => !['pending', 'running'].includes(status))) && Date.now() < deadline) await delay(500);
     } catch (error) {
       dispatch = { error: (error as Error).message };
     }
@@ -248,6 +279,7 @@ export async function measureCluster(log: (line: string) => void, options: { rou
         single_service_cpu_s_per_run: one.serviceCpu,
         cluster_service_cpu_s_per_run: three.serviceCpu,
         estimated_three_hosts_runs_per_s: Math.round(3 * one.runsPerS * (one.hostCpu / three.hostCpu) * 100) / 100,
+        background_cpus: { single: one.backgroundCpu, cluster: three.backgroundCpu },
         failures: one.failures + three.failures,
       },
     };
@@ -269,7 +301,7 @@ export function printClusterRows(rows: ClusterRows): void {
   if ('error' in rows.dispatch) console.log(`| job dispatch, submit → claim p50 | not measured: ${rows.dispatch.error} |`);
   else console.log(`| job dispatch, submit → claim p50 / p95 (queued path) | ${rows.dispatch.queued_p50_ms} / ${rows.dispatch.queued_p95_ms} ms (target p50 ≤ ${rows.dispatch.target_p50_ms}; ${rows.dispatch.queued} of ${rows.dispatch.jobs} jobs through the queue) |`);
   console.log(`| throughput at concurrency ${t.concurrency}: 3 nodes ÷ one node, same host | ${t.cluster_runs_per_s} / ${t.single_runs_per_s} runs/s (${t.runs_each} runs each, ${t.failures} failures) |`);
-  console.log(`| CPU s per run, whole host (engines included): 3 nodes / one node | ${t.cluster_host_cpu_s_per_run} / ${t.single_host_cpu_s_per_run} s |`);
+  console.log(`| CPU s per run, whole host (engines included; the machine's other load taken off: ${t.background_cpus.cluster} / ${t.background_cpus.single} CPUs busy before): 3 nodes / one node | ${t.cluster_host_cpu_s_per_run} / ${t.single_host_cpu_s_per_run} s |`);
   console.log(`| CPU s per run, the service's processes (nodes, Podman services, PostgreSQL, HAProxy): 3 nodes / one node | ${t.cluster_service_cpu_s_per_run} / ${t.single_service_cpu_s_per_run} s |`);
   console.log(`| estimated throughput of 3 nodes on 3 hosts like this one (3 × one node × its CPU per run ÷ the cluster's) | ${t.estimated_three_hosts_runs_per_s} runs/s |`);
 }

@@ -1,7 +1,9 @@
 // The cluster of issue 26 as `make cluster` starts it (scripts/cluster.sh as a child process: a throw-away
 // PostgreSQL 15, three nodes on real Podman, HAProxy with deploy/haproxy.cfg), under 60 mixed requests through
 // HAProxy — sync runs, async jobs with webhooks to a local receiver, streams, agent turns — while node-3 and its
-// containers are killed -9 mid-load, as a host is lost. Then:
+// containers are killed -9 mid-load, as a host is lost. First, the attack on the throw-away database: no
+// connection without its password over TCP, none on another address, its trusted socket out of other users'
+// reach, its URL root's only. Then:
 // - every accepted job reaches a final state exactly once (one final status event in its stream, the same as
 //   its record, which does not change afterwards), and its webhook is delivered exactly once;
 // - sync runs and streams sent once HAProxy has seen the loss all succeed;
@@ -21,6 +23,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { promisify } from 'node:util';
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import pg from 'pg';
 import { follow, type Frame } from '../support/agents.js';
 import { FINAL_STATUSES, jobLedgerProblems, streamProblems, type JobOutcome, type WebhookDelivery } from '../support/cluster-ledger.js';
 import { startCluster, type TestCluster } from '../support/cluster.js';
@@ -141,6 +146,31 @@ describe('a three-node cluster behind HAProxy loses a node mid-load', { timeout:
     for (let i = 0; i < 12 && seen.size < 3; i += 1) seen.add((await api(lb(), 'GET', '/health')).body.node);
     assert.deepEqual([...seen].sort(), ['node-1', 'node-2', 'node-3'], 'HAProxy balances over the three nodes');
     assert.match(cluster.output(), new RegExp(`curl -s -X POST ${lb()}/run`), 'it prints the curl, as make up does');
+  });
+
+  test('the throw-away PostgreSQL admits no one without its password: not over TCP, not through its socket; its URL is root\'s only', async () => {
+    const url = new URL(cluster.databaseUrl());
+    assert.equal(url.hostname, '127.0.0.1');
+    // Over TCP with the right user and no password, or a wrong one: refused (scram-sha-256 on host lines).
+    for (const password of [undefined, 'guess']) {
+      const client = new pg.Client({ host: '127.0.0.1', port: Number(url.port), user: 'berth', database: 'berth', ...(password ? { password } : {}), connectionTimeoutMillis: 5_000 });
+      await assert.rejects(client.connect(), /password/, `password ${password ?? '(none)'} is refused`);
+      await client.end().catch(() => undefined);
+    }
+    // Only on 127.0.0.1: not on the host's other addresses.
+    const others = (await exec('hostname', ['-I'])).stdout.trim().split(/\s+/).filter((a) => a && !a.startsWith('127.') && !a.includes(':'));
+    for (const address of others) {
+      const client = new pg.Client({ host: address, port: Number(url.port), user: 'berth', database: 'berth', password: url.password, connectionTimeoutMillis: 3_000 });
+      await assert.rejects(client.connect(), /ECONNREFUSED|timeout/i, `not listening on ${address}`);
+      await client.end().catch(() => undefined);
+    }
+    // Trust is for the socket, in a directory only the postgres user can enter: another user cannot reach it.
+    const socketDir = join(cluster.dir, 'pg', 'socket');
+    const asNobody = await exec('runuser', ['-u', 'nobody', '--', 'ls', socketDir]).then(() => 'listed', (error: { stderr?: string }) => String(error.stderr));
+    assert.match(asNobody, /Permission denied/, 'nobody cannot enter the socket directory');
+    // The URL with its password: root's only (run/ 0700, database.env 0600).
+    assert.equal((await stat(join(cluster.dir, 'run'))).mode & 0o777, 0o700);
+    assert.equal((await stat(join(cluster.dir, 'run', 'database.env'))).mode & 0o777, 0o600);
   });
 
   test('before the loss: agents on each node, a session run on node-3, a stream of node-2\'s agent followed through node-3', async () => {

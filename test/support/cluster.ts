@@ -92,7 +92,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
     dir: join(dir, `node-${i + 1}`),
   }));
   let output = '';
-  const child: ChildProcess = spawn('bash', ['scripts/cluster.sh'], {
+  // BERTH_TEST_CLUSTER_SCRIPT: another copy of the script in scripts/ (a mutation check runs a changed one).
+  const child: ChildProcess = spawn('bash', [process.env.BERTH_TEST_CLUSTER_SCRIPT ?? 'scripts/cluster.sh'], {
     cwd: CHECKOUT,
     // Its own process group: a test runner that dies takes it down (below) without signalling the runner.
     detached: true,
