@@ -1,7 +1,7 @@
 // Where a request for an agent or a job goes on a node of a cluster (src/core/cluster/forwarding.ts): to the
 // node that runs it when that node holds a live lease, answered here otherwise (unknown, another caller's, this
-// node's own), answered from the record for an agent whose node holds no lease; a job only while it runs
-// elsewhere (a pending or finished one is all in the store).
+// node's own), answered from the record for an agent whose node holds no lease; a job only while another node
+// has claimed it (an unclaimed or finished one is all in the store).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ClusterForwarding, snapshotOfRecord } from '../../src/core/cluster/forwarding.js';
@@ -36,10 +36,11 @@ const agents = [
   agent('agent-nowhere', 'node-x', undefined),
 ];
 const jobs: JobPlacement[] = [
-  { id: 'job-running-b', owner: 'alice', status: 'running', node: live },
-  { id: 'job-pending-b', owner: 'alice', status: 'pending', node: live },
-  { id: 'job-done-b', owner: 'alice', status: 'completed', node: live },
-  { id: 'job-running-c', owner: 'alice', status: 'running', node: lapsed },
+  { id: 'job-running-b', owner: 'alice', status: 'running', claimed: true, node: live },
+  { id: 'job-claimed-b', owner: 'alice', status: 'pending', claimed: true, node: live },
+  { id: 'job-pending-b', owner: 'alice', status: 'pending', claimed: false, node: live },
+  { id: 'job-done-b', owner: 'alice', status: 'completed', claimed: true, node: live },
+  { id: 'job-running-c', owner: 'alice', status: 'running', claimed: true, node: lapsed },
 ];
 const forwarding = new ClusterForwarding(placement(agents, jobs), 'node-a');
 
@@ -60,8 +61,9 @@ test('an agent whose node holds no lease (or never registered) is answered from 
   assert.equal((await forwarding.agent('agent-nowhere', alice)).kind, 'record');
 });
 
-test('a job is forwarded only while it runs on another live node', async () => {
+test('a job is forwarded only while another live node has claimed it (waiting for a slot there, or running)', async () => {
   assert.deepEqual(await forwarding.job('job-running-b', alice), { kind: 'owner', node: 'node-b', url: 'http://b.internal:8080' });
+  assert.deepEqual(await forwarding.job('job-claimed-b', alice), { kind: 'owner', node: 'node-b', url: 'http://b.internal:8080' });
   for (const id of ['job-pending-b', 'job-done-b', 'job-running-c', 'job-unknown']) assert.deepEqual(await forwarding.job(id, alice), { kind: 'here' }, id);
   assert.deepEqual(await forwarding.job('job-running-b', { owner: 'bob' }), { kind: 'here' });
 });

@@ -69,8 +69,9 @@ export class ClusterForwarding {
   }
 
   /**
-   * Where a job's live stream or cancel goes: to the node that runs it while it runs there (that process holds
-   * its container and publishes its live events); anything else is answered here from the shared store.
+   * Where a job's live stream or cancel goes: to the node that claimed it while it waits there for a slot or
+   * runs there (that process holds its container and publishes its live events); anything else (unclaimed,
+   * finished) is answered here from the shared store.
    */
   async job(id: string, caller: Caller): Promise<Destination> {
     const job = await this.placement.job(id);
@@ -91,8 +92,8 @@ export class ClusterForwarding {
 
   private runsElsewhere(job: JobPlacement): boolean {
     if (!job.node || job.node.name === this.node || !job.node.live) return false;
-    // A pending job is cancelled by a compare-and-set on its row, from any node, and a finished one is all in the
-    // store; a running one is stopped, and its live events published, by the process that runs it.
-    return job.status === 'running';
+    // An unclaimed job is cancelled by a compare-and-set on its row, from any node, and a finished one is all in
+    // the store; a claimed one is started, stopped, and its live events published, by the process that claimed it.
+    return job.status === 'running' || (job.status === 'pending' && job.claimed);
   }
 }

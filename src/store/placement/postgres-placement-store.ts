@@ -37,7 +37,9 @@ export interface JobPlacement {
   readonly id: string;
   readonly owner: string;
   readonly status: JobStatus;
-  /** The node that runs (or accepted) it; undefined when none is recorded. */
+  /** Taken from the queue by a node (which then runs it): `node` is that node. */
+  readonly claimed: boolean;
+  /** The node that claimed it, or, while nobody has, the node that accepted it; undefined when none is recorded. */
   readonly node: NodeAddress | undefined;
 }
 
@@ -115,12 +117,13 @@ export class PostgresPlacementStore implements PlacementStore {
   }
 
   async job(id: string): Promise<JobPlacement | undefined> {
-    const rows = await this.db.query<{ id: string; owner: string; status: JobStatus; node: string | null; url: string | null; live: boolean | null }>(
-      `SELECT j.id, j.owner, j.status, j.node, ${NODE_COLUMNS} FROM jobs j LEFT JOIN nodes n ON n.name = j.node WHERE j.id = $1`,
+    const rows = await this.db.query<{ id: string; owner: string; status: JobStatus; claimed: boolean; node: string | null; url: string | null; live: boolean | null }>(
+      `SELECT j.id, j.owner, j.status, j.claimed_by IS NOT NULL AS claimed, j.node, ${NODE_COLUMNS}
+       FROM jobs j LEFT JOIN nodes n ON n.name = j.node WHERE j.id = $1`,
       [id],
     );
     const row = rows[0];
-    return row && { id: row.id, owner: row.owner, status: row.status, node: nodeOf(row.node, row.url, row.live) };
+    return row && { id: row.id, owner: row.owner, status: row.status, claimed: row.claimed, node: nodeOf(row.node, row.url, row.live) };
   }
 
   async forgetExitedAgent(id: string, owner: string): Promise<boolean> {
