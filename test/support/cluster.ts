@@ -14,6 +14,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { freePort } from './postgres.js';
 import { removeTestDir } from './test-dir.js';
+import { removeAgentNetworkOf } from './berth.js';
 
 const exec = promisify(execFile);
 const CHECKOUT = join(import.meta.dirname, '../..');
@@ -216,6 +217,15 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
         await cluster.stop('SIGINT', 90_000).catch(() => orphaned());
       }
       for (const [, pid] of readPids()) if (alive(pid)) process.kill(pid, 'SIGKILL');
+      // A stop that left something (the test then failed on it): removed here, so that no run of the test leaks.
+      for (const instance of instances) {
+        const ids: string[] = [];
+        for (const label of ['berth.instance', 'berth.image-tree', 'berth.stack-instance']) {
+          ids.push(...lines((await exec('podman', ['ps', '-aq', '--filter', `label=${label}=${instance}`])).stdout));
+        }
+        if (ids.length > 0) await exec('podman', ['rm', '--force', '--volumes', ...ids]).catch(() => undefined);
+        await removeAgentNetworkOf(instance).catch(() => undefined);
+      }
       process.off('exit', orphaned);
       // BERTH_TEST_KEEP_CLUSTER_LOGS=1 keeps the nodes', HAProxy's and PostgreSQL's logs to read after a failure.
       if (process.env.BERTH_TEST_KEEP_CLUSTER_LOGS === '1') {
