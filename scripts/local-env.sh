@@ -5,7 +5,9 @@
 # checkout (mode 0600), used only where the environment gives none (every variable you set yourself wins).
 # Nothing is generated when the environment already holds both, or when authentication is off.
 berth_local_env() {
-  mkdir -p .service && chmod 700 .service
+  # Root's only; `make cluster` may have opened it to the postgres group for traversal (g=x), which stays:
+  # a second cluster or `make up` must not close it under a running PostgreSQL.
+  if [ -d .service ]; then chmod u=rwx,g-rw,o= .service; else mkdir -m 700 .service; fi
   if [ "${SERVICE_AUTH_ENABLED:-true}" = false ] || { [ -n "${SERVICE_JWT_SECRET:-}" ] && [ -n "${SERVICE_API_TOKENS:-}" ]; }; then
     return 0
   fi
