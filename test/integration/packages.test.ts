@@ -39,6 +39,8 @@ async function run(command: string, args: readonly string[], options: { cwd: str
       if (error && typeof error.code !== 'number') fail(new Error(`${command} ${args.join(' ')}: ${error.message}\n${stderr}`));
       else done({ stdout, stderr, code });
     });
+    // A command that exits before reading its input (a bin that cannot start) must fail on its own output.
+    child.stdin?.on('error', () => undefined);
     child.stdin?.end(options.input ?? '');
   });
 }
