@@ -10,9 +10,11 @@
 //
 // Stateless: each POST gets a server and a transport of its own, closed with its response; nothing is kept
 // between requests, so there is no session to bound or expire. A client's cancellation of a tool call, which
-// arrives in a POST of its own, is routed to the call it names (mcp-calls.ts). GET and DELETE (an SSE stream and a session's
-// end, in the stateful variant) answer 405. At shutdown the servers still answering are closed, which aborts
-// their tool calls (and so their runs, as a client that left).
+// arrives in a POST of its own, is routed to the call it names (mcp-calls.ts). GET and DELETE (an SSE stream
+// and a session's end, in the stateful variant) answer 405. At shutdown, the calls still answering get a few seconds to send
+// their answer (their runs have been stopped by then: a tool error); the servers left are closed, which aborts
+// their tool calls (and so their requests, as a client that left).
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
@@ -23,6 +25,9 @@ import { errors } from '../../errors.js';
 import { callerOfRequest, loopbackFetch } from '../loopback-fetch.js';
 import { McpCalls } from '../mcp-calls.js';
 import { errorResponses, withExample } from '../schemas.js';
+
+/** How long a stop lets tool calls still answering send their answer. */
+const SHUTDOWN_GRACE_MS = 5_000;
 
 /** The SDK's base URL inside the process: loopback-fetch.ts reads only the path and query of its requests. */
 const IN_PROCESS_URL = 'http://berth.invalid';
@@ -50,6 +55,10 @@ export function registerMcpRoutes(app: FastifyInstance, deps: { version: string 
   const answering = new Set<McpServer>();
   const calls = new McpCalls();
   app.addHook('preClose', async () => {
+    // The listener closes after Berth's work has ended or been cut (composition/teardown.ts): a tool call whose
+    // run was just stopped is answering with that error. It is let out; one still running after the grace is
+    // closed (aborted, unanswered) so that the close does not wait for it.
+    for (const deadline = Date.now() + SHUTDOWN_GRACE_MS; answering.size > 0 && Date.now() < deadline; ) await sleep(50);
     await Promise.all([...answering].map((server) => server.close().catch(() => undefined)));
   });
 
