@@ -4,7 +4,8 @@
 // once, each webhook delivered once. Then B is killed while it runs two jobs and two more wait in the queue:
 // A declares B lost once its lease lapses, the two running jobs crash with `node_lost` and one webhook each
 // says so, and the waiting ones are run by A. B started again on its data directory finds those jobs no longer
-// its own: their containers are removed, never followed again. Nothing is left: containers (each node's stop,
+// its own: their containers are removed, never followed again. An agent on B is exited `node_lost` likewise
+// and its container removed at B's next start. Nothing is left: containers (each node's stop,
 // B's disposal), the PostgreSQL server.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -66,6 +67,16 @@ describe('async jobs dispatched across two nodes', { timeout: 300_000 }, () => {
     SERVICE_AGENT_POOL_SIZE: '0',
   });
 
+  async function agentRow(id: string): Promise<{ status: string; exit_error: string | null; node: string } | undefined> {
+    const client = new pg.Client(address.config);
+    await client.connect();
+    try {
+      return (await client.query('SELECT status, exit_error::text AS exit_error, node FROM agents WHERE id = $1', [id])).rows[0];
+    } finally {
+      await client.end();
+    }
+  }
+
   async function rows(ids: readonly string[]): Promise<Map<string, JobRow>> {
     const client = new pg.Client(address.config);
     await client.connect();
@@ -125,7 +136,10 @@ describe('async jobs dispatched across two nodes', { timeout: 300_000 }, () => {
   test('twelve jobs submitted to node A (one slot) are run partly by node B, each once, each webhook once', async () => {
     const ids: string[] = [];
     for (let n = 1; n <= 12; n += 1) ids.push(await submit(`say: job ${n}`));
-    for (const id of ids) assert.equal((await finished(id)).status, 'completed', id);
+    for (const id of ids) {
+      const job = await finished(id);
+      assert.equal(job.status, 'completed', JSON.stringify({ job, row: (await rows([id])).get(id) }));
+    }
     const recorded = await rows(ids);
     const byNode = (node: string) => ids.filter((id) => recorded.get(id)?.claimed_by === node);
     assert.ok(byNode('node-b').length > 0, `node B ran none: ${JSON.stringify([...recorded.values()])}`);
@@ -162,6 +176,17 @@ describe('async jobs dispatched across two nodes', { timeout: 300_000 }, () => {
     }, 60_000, 200);
     const runIds = [...(await rows(onB)).values()].map((row) => row.run_id);
     await waitFor('their containers on B', async () => runIds.every((run) => b!.containers().includes(`berth-${run}`)) || undefined, 60_000, 200);
+    // And an agent lives on B.
+    const spawned = await b!.api('POST', '/agents', {});
+    assert.equal(spawned.status, 200, JSON.stringify(spawned.body));
+    const agentId = spawned.body.id as string;
+    const agent = await waitFor('the agent on B', async () => {
+      const row = await agentRow(agentId);
+      return row && b!.containers().includes(`berth-${agentId}`) ? row : undefined;
+    }, 60_000, 200).catch(async (error: unknown) => {
+      throw new Error(`${(error as Error).message}: ${JSON.stringify({ row: await agentRow(agentId), containers: b!.containers(), api: (await b!.api('GET', `/agents/${agentId}`)).body })}\n${b!.output().slice(-3000)}`);
+    });
+    assert.equal(agent.node, 'node-b');
     // Every slot is busy: these wait in the queue.
     const queued = [await submit('say: queued 1'), await submit('say: queued 2')];
     await new Promise((resolve) => setTimeout(resolve, 500));
@@ -174,6 +199,9 @@ describe('async jobs dispatched across two nodes', { timeout: 300_000 }, () => {
       assert.equal(job.crash_info.reason, 'node_lost');
       assert.match(job.error, /node-b/);
     }
+    const lostAgent = await agentRow(agentId);
+    assert.equal(lostAgent?.status, 'exited', 'the lost node\'s agent is exited');
+    assert.match(lostAgent?.exit_error ?? '', /^"node_lost: .*node-b/);
     // A's slot frees: A runs the queued jobs.
     assert.equal((await a!.request('DELETE', `/jobs/${blocker}`)).status, 200);
     for (const id of queued) assert.equal((await finished(id)).status, 'completed', id);
@@ -190,6 +218,8 @@ describe('async jobs dispatched across two nodes', { timeout: 300_000 }, () => {
     assert.ok(runIds.some((run) => b!.containers().includes(`berth-${run}`)), 'the killed node\'s containers are still there');
     await b!.start();
     assert.deepEqual(runIds.filter((run) => b!.containers().includes(`berth-${run}`)), [], 'removed at B\'s start');
+    assert.equal(b!.containers().includes(`berth-${agentId}`), false, 'the lost agent\'s container too');
+    assert.equal((await agentRow(agentId))?.status, 'exited', 'the agent is not brought back');
     for (const id of onB) assert.equal((await b!.api('GET', `/jobs/${id}`)).body.status, 'crashed', 'and still crashed');
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     for (const id of onB) assert.equal(receiver.of(id).length, 1, 'no second webhook from B');

@@ -412,18 +412,23 @@ export class JobService {
    */
   private async reconcile(): Promise<void> {
     const queue = this.deps.shared!.queue;
-    const ids = [...new Set([...this.accepted.keys(), ...this.running.keys()])];
-    if (ids.length === 0) return;
-    const placements = await queue.placements(ids);
-    for (const id of ids) {
+    // What is held and what runs, as it is when the placements are asked for: a placement read before a claim
+    // of this node would otherwise be taken for a job lost (a job runs here only after this node claimed it).
+    const running = new Map(this.running);
+    const held = [...this.accepted.keys()].filter((id) => !running.has(id));
+    if (running.size === 0 && held.length === 0) return;
+    const placements = await queue.placements([...running.keys(), ...held]);
+    const mine = (id: string) => {
       const placement = placements.get(id);
-      const mine = placement?.claimedBy === queue.node && (placement.status === 'pending' || placement.status === 'running');
-      const run = this.running.get(id);
-      if (run) {
-        if (!mine) run.controller.abort();
-      } else if (!mine && !(placement?.status === 'pending' && placement.claimedBy === null)) {
-        await this.releaseQueued(id);
-      }
+      return placement?.claimedBy === queue.node && (placement.status === 'pending' || placement.status === 'running');
+    };
+    for (const [id, run] of running) {
+      if (!mine(id) && this.running.get(id) === run) run.controller.abort();
+    }
+    for (const id of held) {
+      const placement = placements.get(id);
+      const queued = placement?.status === 'pending' && placement.claimedBy === null;
+      if (!mine(id) && !queued && !this.running.has(id)) await this.releaseQueued(id);
     }
   }
 
@@ -466,7 +471,11 @@ export class JobService {
   private async runJob(id: string): Promise<void> {
     const accepted = this.accepted.get(id);
     this.accepted.delete(id);
-    if (!accepted) return;
+    if (!accepted) {
+      // Shared queue: let go of meanwhile (a cancel, a claim seen late); a job still claimed here goes back.
+      if (this.dispatcher) await this.deps.shared!.queue.unclaim(id);
+      return;
+    }
     const controller = new AbortController();
     let finish!: () => void;
     // Registered before the job is marked running, so a DELETE in between finds something to abort.
