@@ -303,6 +303,9 @@ export function printClusterRows(rows: ClusterRows): void {
   console.log(`| throughput at concurrency ${t.concurrency}: 3 nodes ÷ one node, same host | ${t.cluster_runs_per_s} / ${t.single_runs_per_s} runs/s (${t.runs_each} runs each, ${t.failures} failures) |`);
   console.log(`| CPU s per run, whole host (engines included; the machine's other load taken off: ${t.background_cpus.cluster} / ${t.background_cpus.single} CPUs busy before): 3 nodes / one node | ${t.cluster_host_cpu_s_per_run} / ${t.single_host_cpu_s_per_run} s |`);
   console.log(`| CPU s per run, the service's processes (nodes, Podman services, PostgreSQL, HAProxy): 3 nodes / one node | ${t.cluster_service_cpu_s_per_run} / ${t.single_service_cpu_s_per_run} s |`);
+  if (t.cluster_host_cpu_s_per_run === t.cluster_service_cpu_s_per_run || t.single_host_cpu_s_per_run === t.single_service_cpu_s_per_run) {
+    console.log('| (the host figure fell to the service\'s own: the machine\'s other load took about as much CPU as there was, so the host\'s CPU per run could not be told apart) | |');
+  }
   console.log(`| estimated throughput of 3 nodes on 3 hosts like this one (3 × one node × its CPU per run ÷ the cluster's) | ${t.estimated_three_hosts_runs_per_s} runs/s |`);
 }
 
