@@ -7,10 +7,17 @@ import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
 import { NodeRegistry } from '../../src/core/cluster/node-registry.js';
 import { NodeLossWatcher } from '../../src/core/cluster/node-loss.js';
+import { trace } from '@opentelemetry/api';
+import { ContainerSlots, RunSlot } from '../../src/core/containers/container-slots.js';
+import { RunPhases } from '../../src/core/run-phases.js';
+import type { RunPlan } from '../../src/core/run-plan.js';
+import type { RunRequest } from '../../src/core/run-request.js';
+import type { RunOutcome } from '../../src/core/runs/run-executor.js';
+import type { AcceptedRun } from '../../src/core/runs/run-service.js';
 import { JobService, type JobRunner } from '../../src/core/jobs/job-service.js';
 import type { DeliveryResult, WebhookDelivery, WebhookSender } from '../../src/core/webhooks/deliverer.js';
 import { PostgresAgentStore } from '../../src/store/agents/postgres-agent-store.js';
-import type { JobWakeup } from '../../src/store/jobs/job-store.js';
+import type { JobPlacement, JobWakeup } from '../../src/store/jobs/job-store.js';
 import { PostgresJobStore } from '../../src/store/jobs/postgres-job-store.js';
 import { PostgresJobWakeups } from '../../src/store/jobs/postgres-job-wakeups.js';
 import { PostgresNodeStore } from '../../src/store/nodes/postgres-node-store.js';
@@ -216,5 +223,75 @@ describe('the shared job queue on PostgreSQL', () => {
     assert.deepEqual(await jobsX.withStatus('running'), [], 'and finds no job running under it (their containers are removed as leftovers)');
     assert.deepEqual(await agentsX.live(), [], 'nor any live agent');
     await Promise.all([h1.registry.deregister(), h2.registry.deregister()]);
+  });
+
+  it('a job this node claims while it checks its jobs against the queue is not taken for lost (reconcile sees what ran when it asked)', async () => {
+    const address = await server.createDatabase('reconcile');
+    const queue = await PostgresJobStore.open(connect(address), 'node-a');
+    // Runs that end when the test says, or crash when aborted (as the executor does).
+    const slots = new ContainerSlots({ total: 100, perCaller: 100 });
+    const started = new Map<string, { signal: AbortSignal; finish: () => void }>();
+    let counter = 0;
+    const accept = async (request: RunRequest, runId?: string, sessionId?: string): Promise<AcceptedRun> => {
+      counter += 1;
+      const id = sessionId ?? `00000000-0000-4000-8000-${String(counter).padStart(12, '0')}`;
+      const session = { sessionId: id, engineSession: { kind: 'new', sessionId: id }, mountPath: '/nowhere', persistent: true, release: async () => undefined } as AcceptedRun['session'];
+      const plan = { prompt: request.prompt, webhookUrl: undefined, session: { kind: 'new' }, workspace: { kind: 'none' }, container: { volumes: [], secretsEnv: [] } } as unknown as RunPlan;
+      return { runId: runId ?? `run-${counter}`, plan, session, phases: new RunPhases(), slot: new RunSlot(slots, ''), span: trace.getTracer('test').startSpan('run'), engineBinary: '/e' };
+    };
+    const runs = {
+      accept: (request: RunRequest) => accept(request),
+      acceptAgain: (run: { runId: string; sessionId: string; request: RunRequest }) => accept(run.request, run.runId, run.sessionId),
+      reattach: async () => undefined,
+      abandon: async () => undefined,
+      execute: (accepted: AcceptedRun, _mode: unknown, signal: AbortSignal) =>
+        new Promise<RunOutcome>((resolve) => {
+          signal.addEventListener('abort', () => resolve({ kind: 'crashed', reason: 'cancelled', exitCode: 137, signal: 'SIGKILL', partialOutput: '', taskCompleted: false }), { once: true });
+          started.set(accepted.plan.prompt, { signal, finish: () => resolve({ kind: 'failed', message: 'done', envelope: undefined } as unknown as RunOutcome) });
+        }),
+      toResult: async () => { throw new Error('unused'); },
+      crashError: () => { throw new Error('unused'); },
+      budgetError: () => undefined,
+    } as unknown as JobRunner;
+    // The placements are answered when the test lets them: read before this node's claim, answered after it.
+    let gate: { release(): void; asked: Promise<void> } | undefined;
+    const gated = Object.create(queue, {
+      placements: {
+        value: async (ids: readonly string[]): Promise<Map<string, JobPlacement>> => {
+          const read = await queue.placements(ids);
+          if (gate) await new Promise<void>((resolve) => (gate!.release = resolve));
+          return read;
+        },
+      },
+    }) as PostgresJobStore;
+    let wake!: (wakeup: JobWakeup) => void;
+    const jobs = new JobService({
+      store: queue, runs, maxConcurrentRuns: 1, retentionMs: 3_600_000, log,
+      shared: { queue: gated, wakeups: { start: (on) => (wake = on), stop: async () => undefined }, pollMs: 60_000 },
+    });
+    await jobs.start();
+    // The start's claim pass counts every free slot while it asks: a submission meanwhile is left to the queue.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const caller = { owner: 'client-a' } as Parameters<JobService['submit']>[1];
+    const first = await jobs.submit({ prompt: 'first' } as RunRequest, caller);
+    await waitFor('the first run', async () => started.has('first') || undefined, 5_000, 5).catch(async (error: unknown) => {
+      throw new Error(`${(error as Error).message}: ${JSON.stringify(await queue.get(first.job_id))} ${JSON.stringify(await queue.placements([first.job_id]))}`);
+    });
+    const second = await jobs.submit({ prompt: 'second' } as RunRequest, caller);
+    assert.deepEqual((await queue.placements([second.job_id])).get(second.job_id), { status: 'pending', claimedBy: null }, 'no slot: it waits in the queue, held here');
+
+    gate = { release: () => undefined, asked: Promise.resolve() };
+    wake({ kind: 'changed', nodes: ['node-a'] });
+    await new Promise((resolve) => setTimeout(resolve, 100)); // placements read: the second job pending, unclaimed
+    started.get('first')!.finish();
+    await waitFor('the second run, claimed by this node', async () => started.has('second') || undefined, 5_000, 5);
+    gate.release();
+    gate = undefined;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(started.get('second')!.signal.aborted, false, 'the stale placement did not abort it');
+    started.get('second')!.finish();
+    await waitFor('the second job to end', async () => (await queue.get(second.job_id))?.status === 'failed' || undefined, 5_000, 10);
+    assert.equal((await queue.get(first.job_id))?.status, 'failed');
+    await jobs.close();
   });
 });
