@@ -192,3 +192,60 @@ describe('the image: make image, the documented podman run, the README curl, pod
     assert.deepEqual(await loopDevicesBelow(dir), [], 'loop devices backed by files below the test directory');
   });
 });
+
+// deploy/berth.service drops capabilities from the bounding set of Berth and every child it starts
+// (CapabilityBoundingSet=~…). systemd is not PID 1 here, so the same set is applied with setpriv to the
+// compiled server the unit runs: a run, a run on a workspace disk (loop mount) and a clean stop still work.
+describe('the compiled server under the unit\'s capability bounding set', { timeout: 300_000 }, () => {
+  test('runs a prompt and a workspace run, and stops with nothing left', async () => {
+    const unit = await readFile(join(REPO, 'deploy', 'berth.service'), 'utf8');
+    const dropped = /^CapabilityBoundingSet=~(.+)$/m.exec(unit)?.[1]?.trim().split(/\s+/) ?? [];
+    assert.ok(dropped.length > 0, 'the unit drops capabilities');
+    const bounding = dropped.map((cap) => `-${cap.replace(/^CAP_/, '').toLowerCase()}`).join(',');
+    assert.ok(await readFile(join(REPO, 'dist', 'main.js')).then(() => true, () => false), 'dist/main.js (built by the image build above)');
+    const dir = await mkdtemp(join(tmpdir(), 'berth-unit-caps-'));
+    const instance = `test-${randomBytes(4).toString('hex')}`;
+    const port = await freePort();
+    const server = spawn('setpriv', ['--bounding-set', bounding, '--', process.execPath, join(REPO, 'dist', 'main.js')], {
+      cwd: REPO,
+      env: { ...process.env, CONTAINERS_CONF, ...testEnvironment(dir, instance, port) },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    server.stderr!.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
+    const exited = new Promise<number | null>((resolve) => server.once('exit', (code) => resolve(code)));
+    const url = `http://127.0.0.1:${port}`;
+    try {
+      await waitFor('the compiled server to answer /health', async () => server.exitCode === null && (await fetch(`${url}/health`)).ok, 120_000, 250).catch((error: Error) => {
+        throw new Error(`${error.message}\n${stderr}`);
+      });
+      const status = await readFile(`/proc/${server.pid}/status`, 'utf8');
+      assert.match(status, /CapBnd:\s+0*[0-9a-f]+/);
+      assert.notEqual(/CapBnd:\s+([0-9a-f]+)/.exec(status)![1], /CapBnd:\s+([0-9a-f]+)/.exec(await readFile('/proc/self/status', 'utf8'))![1], 'the bounding set is narrower than the test\'s');
+      const post = async (path: string, body: unknown) =>
+        (await (await fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json()) as Record<string, any>;
+      const run = await post('/run', { prompt: 'run: uname -s' });
+      assert.equal(run.output, 'Linux', JSON.stringify(run));
+      const workspace = await post('/workspaces', {});
+      const onDisk = await post('/run', { prompt: 'run: df . | tail -1', workspace: workspace.id });
+      assert.match(String(onDisk.output), /^\/dev\/loop\d+ .* \/workspace$/, JSON.stringify(onDisk));
+      server.kill('SIGTERM');
+      assert.equal(await exited, 0, stderr);
+      assert.deepEqual((await containersOf(instance)).map((c) => c.name), [], 'containers of the instance');
+      assert.deepEqual([...(await mountPoints())].filter((path) => path.startsWith(`${dir}/`)), [], 'mounts below its directory');
+      assert.deepEqual(await loopDevicesBelow(dir), [], 'loop devices below its directory');
+    } finally {
+      if (server.exitCode === null) {
+        server.kill('SIGKILL');
+        await exited;
+        // What a killed Berth leaves: its containers and its own Podman service (runtime/podman/service-process.ts).
+        const left = await containersOf(instance);
+        if (left.length > 0) await podman(['rm', '--force', ...left.map((c) => c.name)]).catch(() => undefined);
+        const podmanPid = Number(await readFile(join(dir, 'data', 'podman', 'podman.pid'), 'utf8').catch(() => ''));
+        if (podmanPid > 0) process.kill(podmanPid, 'SIGTERM');
+      }
+      await removeAgentNetworkOf(instance).catch(() => undefined);
+      await removeTestDir(dir);
+    }
+  });
+});
