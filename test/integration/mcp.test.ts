@@ -17,7 +17,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { BERTH_TOOL_NAMES } from '../../packages/cli/src/commands/mcp-tools.js';
+import { BERTH_TOOL_NAMES } from '@berth/mcp';
 import { startBerthWithCallers } from '../support/callers.js';
 import { containersOf, type TestBerth } from '../support/berth.js';
 import { waitFor } from '../support/wait.js';

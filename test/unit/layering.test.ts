@@ -108,15 +108,20 @@ function layerOf(file: string): string {
   return COMPOSITION_ROOT.has(parts[0]!) ? '' : 'leaf';
 }
 
-/** Every relative module specifier of `import … from`, `export … from`, `import type` and dynamic `import()`. */
-export function importsOf(source: string): string[] {
+/** Every module specifier of `import … from`, `export … from`, `import type` and dynamic `import()`. */
+function specifiersOf(source: string): string[] {
   const specifiers: string[] = [];
   const pattern = /(?:^|[\s;])(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|^\s*import\s*['"]([^'"]+)['"]/gm;
   for (const match of source.matchAll(pattern)) {
     const specifier = match[1] ?? match[2] ?? match[3];
-    if (specifier?.startsWith('.')) specifiers.push(specifier);
+    if (specifier !== undefined) specifiers.push(specifier);
   }
   return specifiers;
+}
+
+/** Every relative module specifier (see specifiersOf). */
+export function importsOf(source: string): string[] {
+  return specifiersOf(source).filter((specifier) => specifier.startsWith('.'));
 }
 
 export function violations(files: readonly { path: string; source: string }[]): string[] {
@@ -234,4 +239,26 @@ test('no module under src/ imports against the one-way flow', () => {
   const files = sourceFiles(SRC).map((path) => ({ path, source: readFileSync(path, 'utf8') }));
   assert.ok(files.length > 50, 'the source tree was read');
   assert.deepEqual(violations(files), []);
+});
+
+test("the repository's packages are imported only where declared: the server never imports its command line", () => {
+  // Each of src/ (the server, root package.json) and packages/*/src imports a @berth/* package only when its
+  // manifest's dependencies name it: an undeclared one works only through the checkout's workspace links and
+  // breaks where the package is installed alone (the image, a registry install).
+  const ROOT = resolve(SRC, '..');
+  const manifestOf = (dir: string) => JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string; dependencies?: Record<string, string> };
+  const trees = [ROOT, ...readdirSync(join(ROOT, 'packages')).map((name) => join(ROOT, 'packages', name))];
+  const found: string[] = [];
+  for (const dir of trees) {
+    const manifest = manifestOf(dir);
+    const declared = new Set(Object.keys(manifest.dependencies ?? {}));
+    for (const path of sourceFiles(join(dir, 'src'))) {
+      for (const specifier of specifiersOf(readFileSync(path, 'utf8'))) {
+        const name = /^@berth\/[^/]+/.exec(specifier)?.[0];
+        if (name !== undefined && name !== manifest.name && !declared.has(name)) found.push(`${relative(ROOT, path)} imports ${specifier}, not a dependency of ${relative(ROOT, dir) || '.'}/package.json`);
+      }
+    }
+  }
+  assert.deepEqual(found, []);
+  assert.equal(manifestOf(ROOT).dependencies?.['@berth/cli'], undefined, 'the server does not depend on @berth/cli');
 });

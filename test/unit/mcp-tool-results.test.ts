@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BerthError, BerthNetworkError, type Berth } from '../../packages/client/src/index.js';
-import { contentBytes, fileContent, readAtMost, toolResult } from '../../packages/cli/src/commands/mcp-results.js';
-import { readAgentOutput } from '../../packages/cli/src/commands/mcp-agent-output.js';
+import { contentBytes, fileContent, readAtMost, toolResult } from '../../packages/mcp/src/results.js';
+import { readAgentOutput } from '../../packages/mcp/src/agent-output.js';
 
 test("a tool's value is its JSON text and its structured content", async () => {
   assert.deepEqual(await toolResult(async () => ({ output: 'hi' })), { content: [{ type: 'text', text: '{\n  "output": "hi"\n}' }], structuredContent: { output: 'hi' } });

@@ -1,9 +1,8 @@
 // POST /mcp: Berth as an MCP server over streamable HTTP, on the API listener, behind the API's own
 // authentication and rate limit (its hooks run before this handler: no token, no MCP).
 //
-// The tools are the CLI's (`berth mcp`): one list, packages/cli/src/commands/mcp-tools.ts, each tool a call
-// of the SDK. Here the SDK's requests never leave the process: they are dispatched into this app as the
-// caller's own requests (loopback-fetch.ts: the caller's Authorization header and client address), so every
+// The tools are @berth/mcp's (packages/mcp), the list `berth mcp` serves too, each tool a call of the SDK.
+// Here the SDK's requests never leave the process: they are dispatched into this app as the caller's own requests (loopback-fetch.ts: the caller's Authorization header and client address), so every
 // tool call meets the same authentication, ownership checks, validation, budgets and rate limit as the
 // caller's direct API call would, and no tool can act as Berth or as another caller. Calling core services
 // from here instead would put a second copy of each route's checks beside the routes.
@@ -20,7 +19,7 @@ import type { FastifyInstance } from 'fastify';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { Berth } from '@berth/client';
-import { berthMcpServer } from '@berth/cli/mcp-tools';
+import { berthMcpServer } from '@berth/mcp';
 import { errors } from '../../errors.js';
 import { callerOfRequest, loopbackFetch } from '../loopback-fetch.js';
 import { McpCalls } from '../mcp-calls.js';

@@ -1,13 +1,13 @@
-// berth mcp: Berth's tools (mcp-tools.ts) for an MCP client that starts this command and speaks MCP on its
-// stdin and stdout, e.g. `claude mcp add berth -- berth mcp`. It acts as the CLI does: against --url, with
-// the tokens `berth login` stored for that server. stdout carries MCP messages only; nothing else is printed
-// there. It serves until its input ends (the client left) or it is signalled; a tool call still running then
+// berth mcp: Berth's tools (@berth/mcp, packages/mcp) for an MCP client that starts this command and speaks
+// MCP on its stdin and stdout, e.g. `claude mcp add berth -- berth mcp`. It acts as the CLI does: against
+// --url, with the tokens `berth login` stored for that server. stdout carries MCP messages only; nothing else
+// is printed there. It serves until its input ends (the client left) or it is signalled; a tool call still running then
 // is aborted, and so is its request to Berth (a run whose client left is stopped by Berth).
 import { once } from 'node:events';
 import { Command } from 'commander';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { berthMcpServer } from '@berth/mcp';
 import { cliVersion, type ContextOf } from '../context.js';
-import { berthMcpServer } from './mcp-tools.js';
 
 export function mcpCommand(contextOf: ContextOf): Command {
   return new Command('mcp')

@@ -4,13 +4,13 @@
 // the SDK (@berth/client) and nothing else, so a tool can do exactly what its caller could do with the API:
 // the same validation, ownership (another caller's session, job, agent or workspace is "not found"),
 // budgets and rate limits. Inputs are checked here for shape (zod); Berth checks the rest and its refusal
-// comes back as a tool error with Berth's text (mcp-results.ts).
+// comes back as a tool error with Berth's text (results.ts).
 import { setTimeout as sleep } from 'node:timers/promises';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import type { Berth, RunRequest, SpawnRequest } from '@berth/client';
-import { readAgentOutput } from './mcp-agent-output.js';
-import { contentBytes, fileContent, readAtMost, toolResult } from './mcp-results.js';
+import { readAgentOutput } from './agent-output.js';
+import { contentBytes, fileContent, readAtMost, toolResult } from './results.js';
 
 /** What the server tells a client about itself. */
 export interface McpServerInfo {
