@@ -5,7 +5,9 @@
 // A declares B lost once its lease lapses, the two running jobs crash with `node_lost` and one webhook each
 // says so, and the waiting ones are run by A. B started again on its data directory finds those jobs no longer
 // its own: their containers are removed, never followed again. An agent on B is exited `node_lost` likewise
-// and its container removed at B's next start. Nothing is left: containers (each node's stop,
+// and its container removed at B's next start. A job accepted by B while its slots are busy takes B's
+// pre-started engine, named after the job's run a second later, and waits; after B's death A runs it under a
+// run id of its own, never into the dead node's container name (both nodes share this host's Podman). Nothing is left: containers (each node's stop,
 // B's disposal), the PostgreSQL server.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -115,7 +117,9 @@ describe('async jobs dispatched across two nodes', { timeout: 300_000 }, () => {
       SERVICE_MAX_CONCURRENT_RUNS: '1',
     });
     // B's lease is short: its loss is seen within seconds of its death (A checks every third of A's lease).
-    b = await serviceProcess({ ...shared(), SERVICE_NODE_NAME: 'node-b', SERVICE_NODE_LEASE: '5s', SERVICE_MAX_CONCURRENT_RUNS: '2' });
+    // B keeps one pre-started engine: a job accepted by B while its slots are busy takes it at once (a
+    // container named after the job's run a second later) and waits in the queue.
+    b = await serviceProcess({ ...shared(), SERVICE_NODE_NAME: 'node-b', SERVICE_NODE_LEASE: '5s', SERVICE_MAX_CONCURRENT_RUNS: '2', SERVICE_POOL_SIZE: '1' });
     await b.start();
   });
 
@@ -189,6 +193,16 @@ describe('async jobs dispatched across two nodes', { timeout: 300_000 }, () => {
     assert.equal(agent.node, 'node-b');
     // Every slot is busy: these wait in the queue.
     const queued = [await submit('say: queued 1'), await submit('say: queued 2')];
+    // One accepted by B: it takes B's pre-started engine, renamed after the job's run while the job waits.
+    const acceptedByB = await b!.api('POST', '/run/async', { prompt: 'say: accepted by b', webhook_url: receiver.url });
+    assert.equal(acceptedByB.status, 200, JSON.stringify(acceptedByB.body));
+    const viaB = acceptedByB.body.job_id as string;
+    queued.push(viaB);
+    const acceptedRun = (await rows([viaB])).get(viaB)!.run_id;
+    await waitFor('B\'s pooled engine named after the waiting job\'s run', async () => b!.containers().includes(`berth-${acceptedRun}`) || undefined, 30_000, 100)
+      .catch((error: unknown) => {
+        throw new Error(`${(error as Error).message}: ${JSON.stringify(b!.containers())}`);
+      });
     await new Promise((resolve) => setTimeout(resolve, 500));
     for (const row of (await rows(queued)).values()) assert.deepEqual([row.status, row.claimed_by], ['pending', null]);
 
@@ -207,6 +221,10 @@ describe('async jobs dispatched across two nodes', { timeout: 300_000 }, () => {
     for (const id of queued) assert.equal((await finished(id)).status, 'completed', id);
     const recorded = await rows(queued);
     for (const id of queued) assert.equal(recorded.get(id)?.claimed_by, 'node-a');
+    // The dead node's engine is still there under the accepted run's name (one host's Podman): A ran the job
+    // under a run id of its own, not into 'the container name is already in use'.
+    assert.notEqual(recorded.get(viaB)?.run_id, acceptedRun, 'a run id of A\'s own');
+    assert.ok(b!.containers().includes(`berth-${acceptedRun}`), 'the dead node\'s engine is left for its next start');
 
     await waitFor('the webhooks', async () => [...onB, ...queued, blocker].every((id) => receiver.of(id).length >= 1) || undefined, 30_000, 100);
     await new Promise((resolve) => setTimeout(resolve, 1_500));
@@ -219,6 +237,7 @@ describe('async jobs dispatched across two nodes', { timeout: 300_000 }, () => {
     await b!.start();
     assert.deepEqual(runIds.filter((run) => b!.containers().includes(`berth-${run}`)), [], 'removed at B\'s start');
     assert.equal(b!.containers().includes(`berth-${agentId}`), false, 'the lost agent\'s container too');
+    assert.equal(b!.containers().includes(`berth-${acceptedRun}`), false, 'and its engine taken for the job it accepted');
     assert.equal((await agentRow(agentId))?.status, 'exited', 'the agent is not brought back');
     for (const id of onB) assert.equal((await b!.api('GET', `/jobs/${id}`)).body.status, 'crashed', 'and still crashed');
     await new Promise((resolve) => setTimeout(resolve, 1_000));

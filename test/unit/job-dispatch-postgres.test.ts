@@ -113,6 +113,38 @@ describe('the shared job queue on PostgreSQL', () => {
     assert.deepEqual((await b.claim(5)).map((c) => c.job.id), ['job-2', 'job-3']);
   });
 
+  it('an attempt on another node than the last one that may have made its container runs under a new run id (no container-name collision)', async () => {
+    const { address, a, b } = await twoQueues();
+    const runIdOf = async (id: string) => (await a.get(id))!.runId;
+    const uuidRunId = /^run-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+    // Claimed by its accepting node (which may hold a pooled engine named after it): the accepted run id.
+    await a.insert(newJob(1));
+    assert.equal((await a.claim(1))[0]?.job.runId, 'run-1');
+    assert.equal(await runIdOf('job-1'), 'run-1');
+    // Claimed by another node: a run id of its own, in the claim and in the record (reattach finds it by it).
+    await a.insert(newJob(2));
+    const [claimedByB] = await b.claim(1);
+    assert.match(claimedByB!.job.runId, uuidRunId);
+    assert.equal(await runIdOf('job-2'), claimedByB!.job.runId);
+    // A node lost with a job it claimed and never started (its pooled engine may be there, named after the
+    // run): the job goes back to the queue under a new run id, and whoever claims it next, even its accepting
+    // node, never meets that name.
+    const c = await PostgresJobStore.open(connect(address), 'node-c');
+    await c.insert(newJob(3, { claimed: true }));
+    await a.lostNodeJobs('node-c');
+    const requeued = await runIdOf('job-3');
+    assert.match(requeued, uuidRunId);
+    assert.deepEqual(await a.placements(['job-3']), new Map([['job-3', { status: 'pending', claimedBy: null }]]));
+    // A node whose previous process ended hands back what it had claimed, under new run ids too.
+    const d = await PostgresJobStore.open(connect(address), 'node-d');
+    await d.insert(newJob(4, { claimed: true }));
+    assert.equal(await d.unclaimAll(), 1);
+    const handedBack = await runIdOf('job-4');
+    assert.match(handedBack, uuidRunId);
+    const ids = [claimedByB!.job.runId, requeued, handedBack];
+    assert.equal(new Set(ids).size, 3, 'every new run id is its own');
+  });
+
   it('wakes the listening nodes at each claimable job, and listens again after its connection is killed', async () => {
     const { address, a } = await twoQueues();
     const database = connect(address);

@@ -381,6 +381,10 @@ export class JobService {
   /** A job this node claimed from the shared queue (or at submission): accepted here again if need be, then run. */
   private async runClaimed({ job, acceptedBy }: ClaimedJob): Promise<void> {
     const queue = this.deps.shared!.queue;
+    // Held here under another run id: the job was handed back with a new one meanwhile (its claimer was lost),
+    // and runs under the recorded one (postgres-job-store.ts NEW_RUN_ID).
+    const held = this.accepted.get(job.id);
+    if (held && held.runId !== job.runId) await this.releaseQueued(job.id);
     if (!this.accepted.has(job.id)) {
       if (this.isStopping()) {
         await queue.unclaim(job.id);

@@ -36,6 +36,16 @@ const COLUMNS = `id, status, output::text AS output, structured_output::text AS 
   crash_info::text AS crash_info, error::text AS error, webhook_url, webhook_state, request::text AS request, owner,
   created_at, updated_at, finished_at`;
 
+/**
+ * A new run id for a job's next attempt, the same form as newRunId()'s: a run's container (`berth-<run id>`)
+ * and configuration directory are named by it, and a container may exist for an attempt that never started
+ * (a pooled engine claimed at submission takes the run's name a second later). A job claimed by a node that
+ * did not accept it, or handed back by a node that may have made such a container (lost, or a process that
+ * ended), gets one, so that no attempt meets another's container, on one host's Podman storage or on several.
+ */
+const NEW_RUN_ID = `'run-' || gen_random_uuid()::text`;
+const NEW_ATTEMPT = `run_id = ${NEW_RUN_ID}`;
+
 function toJob(row: JobRow): Job {
   return {
     id: row.id,
@@ -148,12 +158,15 @@ export class PostgresJobStore implements JobStore, SharedJobQueue {
     // SKIP LOCKED: rows another claimer has locked are passed over, not waited for, so claimers never queue
     // behind each other, and a row is claimed by the one transaction that locked it. The oldest are picked in
     // a CTE, evaluated once: a `WHERE id IN (SELECT ... LIMIT n FOR UPDATE SKIP LOCKED)` may be re-run by the
-    // planner and claim more than n (seen here: 6 of a limit of 4).
+    // planner and claim more than n (seen here: 6 of a limit of 4). A node that did not accept the job runs
+    // it under a run id of its own (NEW_RUN_ID): its accepting node may hold a pooled engine for it, already
+    // named after the accepted run id, until it sees the claim.
     const rows = await this.db.query<JobRow & { waited_ms: number; seq: number; accepted_by: string | null }>(
       `WITH next AS (
          SELECT seq FROM jobs WHERE status = 'pending' AND claimed_by IS NULL AND (NOT pinned OR accepted_by = $1)
          ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED)
-       UPDATE jobs SET claimed_by = $1, node = $1, claimed_at = clock_timestamp()
+       UPDATE jobs SET claimed_by = $1, node = $1, claimed_at = clock_timestamp(),
+         run_id = CASE WHEN jobs.accepted_by = $1 THEN jobs.run_id ELSE ${NEW_RUN_ID} END
        FROM next WHERE jobs.seq = next.seq AND jobs.status = 'pending' AND jobs.claimed_by IS NULL
        RETURNING ${COLUMNS}, (extract(epoch FROM claimed_at - queued_at) * 1000)::float8 AS waited_ms, jobs.seq, accepted_by`,
       [this.node, limit],
@@ -173,8 +186,10 @@ export class PostgresJobStore implements JobStore, SharedJobQueue {
   }
 
   async unclaimAll(): Promise<number> {
+    // A fresh run id (NEW_ATTEMPT): what a previous process of this node held for them is not known here.
     const rows = await this.db.query(
-      `UPDATE jobs SET claimed_by = NULL, claimed_at = NULL, node = accepted_by, queued_at = clock_timestamp() WHERE status = 'pending' AND claimed_by = $1 RETURNING 1`,
+      `UPDATE jobs SET claimed_by = NULL, claimed_at = NULL, node = accepted_by, queued_at = clock_timestamp(), ${NEW_ATTEMPT}
+       WHERE status = 'pending' AND claimed_by = $1 RETURNING 1`,
       [this.node],
     );
     return rows.length;
@@ -190,9 +205,14 @@ export class PostgresJobStore implements JobStore, SharedJobQueue {
   }
 
   async lostNodeJobs(node: string): Promise<{ running: Job[]; stranded: Job[]; owedWebhooks: Job[] }> {
-    // Claimed and never started: nothing of them ran (a container is made only after the move to running).
+    // Claimed and never started: nothing of them ran (the prompt reaches an engine only after the move to
+    // running), but a container may have been made for them: a pooled engine claimed at submission, renamed
+    // to the run's name a second later. They go back to the queue under a fresh run id (NEW_ATTEMPT), so
+    // the next attempt's container never takes the lost node's leftover's name (one host's Podman storage
+    // shared by several nodes, as in make cluster; the leftover goes at the lost node's next start).
     await this.db.query(
-      `UPDATE jobs SET claimed_by = NULL, claimed_at = NULL, node = accepted_by, queued_at = clock_timestamp() WHERE status = 'pending' AND claimed_by = $1`,
+      `UPDATE jobs SET claimed_by = NULL, claimed_at = NULL, node = accepted_by, queued_at = clock_timestamp(), ${NEW_ATTEMPT}
+       WHERE status = 'pending' AND claimed_by = $1`,
       [node],
     );
     const running = await this.db.query<JobRow>(`SELECT ${COLUMNS} FROM jobs WHERE status = 'running' AND claimed_by = $1 ORDER BY seq`, [node]);
