@@ -1,8 +1,9 @@
 // The packages a user installs and Berth compiled (issue 27), as someone outside this repository meets them:
-// `npm pack` of @berth/client and @berth/cli (their prepack builds them), the SDK installed from its tarball
-// into an empty project and used by a five-line ESM script with plain node, its types under
+// `npm pack` of @berth/client, @berth/mcp and @berth/cli (their prepack builds them), the SDK installed from
+// its tarball into an empty project and used by a five-line ESM script with plain node, its types under
 // moduleResolution node16 and bundler, a Vite browser bundle of it without Node built-ins, the CLI
-// installed globally from its tarball with no tsx anywhere, and the compiled server (node dist/main.js,
+// installed globally from its tarball (with the SDK's and the MCP tools') with no tsx anywhere, serving
+// Berth's tools over stdio (`berth mcp`) to the official MCP client, and the compiled server (node dist/main.js,
 // started with the test environment and authentication on) answering the README's curl. All of it is
 // built in a temporary copy of the sources, never in this checkout (other tests read its dist/), with
 // npm's cache in that directory too (the registry is used, ~/.npm is not).
@@ -16,6 +17,10 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { BERTH_TOOL_NAMES } from '@berth/mcp';
 import { containersOf, removeAgentNetworkOf, testEnvironment } from '../support/berth.js';
 import { removeTestDir } from '../support/test-dir.js';
 import { waitFor } from '../support/wait.js';
@@ -80,10 +85,10 @@ function plainEnvironment(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
  */
 async function copySources(root: string): Promise<void> {
   const skip = (source: string) => !/\/(node_modules|dist)(\/|$)/.test(source.slice(REPO.length));
-  for (const path of ['src', 'tsconfig.json', 'tsconfig.build.json', 'scripts/copy-server-assets.mjs', 'scripts/containers.conf', 'packages/client', 'packages/cli']) {
+  for (const path of ['src', 'tsconfig.json', 'tsconfig.build.json', 'scripts/copy-server-assets.mjs', 'scripts/containers.conf', 'packages/client', 'packages/mcp', 'packages/cli']) {
     await cp(join(REPO, path), join(root, path), { recursive: true, filter: skip });
   }
-  // Without workspaces: the copy holds two of them (the console is not built here).
+  // Without workspaces: the copy holds three of them (the console is not built here).
   const manifest = JSON.parse(await readFile(join(REPO, 'package.json'), 'utf8')) as Record<string, unknown>;
   delete manifest.workspaces;
   await writeFile(join(root, 'package.json'), JSON.stringify(manifest, null, 2));
@@ -91,7 +96,7 @@ async function copySources(root: string): Promise<void> {
   for (const entry of await readdir(join(REPO, 'node_modules'))) {
     if (entry !== '@berth') await symlink(join(REPO, 'node_modules', entry), join(root, 'node_modules', entry));
   }
-  for (const name of ['client', 'cli']) await symlink(join(root, 'packages', name), join(root, 'node_modules', '@berth', name));
+  for (const name of ['client', 'mcp', 'cli']) await symlink(join(root, 'packages', name), join(root, 'node_modules', '@berth', name));
   await mkdir(join(root, 'packages', 'console'), { recursive: true });
   await symlink(join(REPO, 'packages', 'console', 'dist'), join(root, 'packages', 'console', 'dist'));
 }
@@ -107,6 +112,7 @@ describe('packages and the compiled server (issue 27)', { concurrency: false }, 
   let copy: string;
   let npmEnv: NodeJS.ProcessEnv;
   let clientTarball: string;
+  let mcpTarball: string;
   let cliTarball: string;
   let server: ChildProcess | undefined;
   let serverOutput = '';
@@ -144,19 +150,20 @@ describe('packages and the compiled server (issue 27)', { concurrency: false }, 
       npm_config_loglevel: 'http',
     });
     await timed('copy of the sources', () => copySources(copy));
-    await timed('npm pack of @berth/client and @berth/cli (prepack builds)', async () => {
+    await timed('npm pack of @berth/client, @berth/mcp and @berth/cli (prepack builds)', async () => {
       const packed = async (name: string) => {
         const { stdout } = await succeed('npm', ['pack', '--pack-destination', root], { cwd: join(copy, 'packages', name), env: npmEnv, timeoutMs: 240_000 });
         return join(root, stdout.trim().split('\n').at(-1)!);
       };
       clientTarball = await packed('client');
+      mcpTarball = await packed('mcp');
       cliTarball = await packed('cli');
     });
     // The installs wait on the registry, the server's build on the CPU: side by side.
     await Promise.all([startCompiledServer(), installProject(), installGlobally()]);
   });
 
-  /** The server's part of `npm run build` (after the packages': its /mcp imports the CLI's tools), then its start. */
+  /** The server's part of `npm run build` (after the packages': its /mcp imports @berth/mcp), then its start. */
   async function startCompiledServer(): Promise<void> {
     await timed('server build (tsc -p tsconfig.build.json, assets)', async () => {
       await succeed(process.execPath, [join(copy, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: copy, env: npmEnv, timeoutMs: 240_000 });
@@ -200,10 +207,13 @@ describe('packages and the compiled server (issue 27)', { concurrency: false }, 
       succeed('npm', ['install', clientTarball, `typescript@${TYPESCRIPT}`], { cwd: project, env: npmEnv, timeoutMs: 240_000 }));
   }
 
-  /** The CLI installed globally from its tarball (with the SDK's, which it depends on: neither is on the registry yet). */
+  /**
+   * The CLI installed globally from its tarball, with the SDK's and the MCP tools', which it depends on (none
+   * is on the registry yet): as docs/packages.md and the CLI's README tell.
+   */
   async function installGlobally(): Promise<void> {
-    await timed('npm i -g <client tarball> <cli tarball>', () =>
-      succeed('npm', ['install', '--global', '--prefix', prefix, clientTarball, cliTarball], { cwd: root, env: npmEnv, timeoutMs: 240_000 }));
+    await timed('npm i -g <client tarball> <mcp tarball> <cli tarball>', () =>
+      succeed('npm', ['install', '--global', '--prefix', prefix, clientTarball, mcpTarball, cliTarball], { cwd: root, env: npmEnv, timeoutMs: 240_000 }));
   }
 
   after(async () => {
@@ -237,20 +247,30 @@ describe('packages and the compiled server (issue 27)', { concurrency: false }, 
     for (const file of ['dist/index.js', 'dist/index.d.ts', 'dist/browser/index.js', 'dist/browser/pack-directory.js', 'package.json', 'README.md', 'LICENSE', 'CHANGELOG.md']) {
       assert.ok(client.includes(file), `@berth/client's tarball holds ${file}: ${client.join(' ')}`);
     }
+    const mcp = await tarballFiles(mcpTarball);
+    for (const file of ['dist/index.js', 'dist/index.d.ts', 'dist/tools.js', 'package.json', 'README.md', 'LICENSE', 'CHANGELOG.md']) {
+      assert.ok(mcp.includes(file), `@berth/mcp's tarball holds ${file}: ${mcp.join(' ')}`);
+    }
     const cli = await tarballFiles(cliTarball);
     for (const file of ['bin/berth.js', 'dist/main.js', 'package.json', 'README.md', 'LICENSE', 'CHANGELOG.md']) {
       assert.ok(cli.includes(file), `@berth/cli's tarball holds ${file}: ${cli.join(' ')}`);
     }
-    for (const files of [client, cli]) assert.deepEqual(files.filter((file) => file.startsWith('src/') || file.endsWith('.ts') && !file.endsWith('.d.ts')), []);
-    const manifests = await Promise.all([clientTarball, cliTarball].map(async (tarball) => JSON.parse((await execFileAsync('tar', ['-xOzf', tarball, 'package/package.json'])).stdout) as Record<string, any>));
+    assert.deepEqual(cli.filter((file) => /mcp-tools|mcp-results|mcp-agent-output/.test(file)), [], "the CLI's tarball holds no copy of the MCP tools");
+    for (const files of [client, mcp, cli]) assert.deepEqual(files.filter((file) => file.startsWith('src/') || file.endsWith('.ts') && !file.endsWith('.d.ts')), []);
+    const manifests = await Promise.all([clientTarball, mcpTarball, cliTarball].map(async (tarball) => JSON.parse((await execFileAsync('tar', ['-xOzf', tarball, 'package/package.json'])).stdout) as Record<string, any>));
     for (const manifest of manifests) {
       assert.equal(manifest.private, undefined, `${manifest.name} is publishable`);
       assert.equal(manifest.license, 'Apache-2.0');
       assert.ok(manifest.engines?.node, `${manifest.name} names its Node versions`);
       assert.ok(manifest.repository?.url, `${manifest.name} names its repository`);
     }
-    assert.equal(manifests[1]!.dependencies.tsx, undefined, '@berth/cli does not depend on tsx');
-    assert.equal(manifests[1]!.dependencies['@berth/client'], manifests[0]!.version, "@berth/cli depends on this very @berth/client's version");
+    const [clientManifest, mcpManifest, cliManifest] = manifests;
+    assert.equal(cliManifest!.dependencies.tsx, undefined, '@berth/cli does not depend on tsx');
+    assert.equal(cliManifest!.dependencies['@berth/client'], clientManifest!.version, "@berth/cli depends on this very @berth/client's version");
+    assert.equal(cliManifest!.dependencies['@berth/mcp'], mcpManifest!.version, "@berth/cli depends on this very @berth/mcp's version");
+    assert.equal(cliManifest!.exports['./mcp-tools'], undefined, '@berth/cli exports no MCP tools of its own');
+    assert.equal(mcpManifest!.dependencies['@berth/client'], clientManifest!.version, "@berth/mcp depends on this very @berth/client's version");
+    assert.deepEqual(Object.keys(mcpManifest!.exports['.']), ['types', 'import', 'default'], "@berth/mcp's export names its types");
   });
 
   test("the compiled server answers the README's curl (a token, then a /run)", async () => {
@@ -362,6 +382,23 @@ describe('packages and the compiled server (issue 27)', { concurrency: false }, 
     const version = await succeed('berth', ['--url', url, 'version'], { cwd: root, env });
     assert.match(version.stdout, /^api:\s+1$/m);
     assert.match(version.stdout, /^api \(this command\):\s+1, fits the server$/m);
+  });
+
+  test("the installed berth mcp serves @berth/mcp's tools over stdio to the official MCP client, and runs one", async () => {
+    // The tools come from @berth/mcp's tarball (the CLI holds none of its own): the list is this repository's.
+    const env = plainEnvironment({ PATH: `${join(prefix, 'bin')}:${dirname(process.execPath)}:/usr/bin:/bin`, BERTH_CONFIG_DIR: join(root, 'berth-config-mcp'), BERTH_URL: url });
+    await succeed(join(prefix, 'bin', 'berth'), ['login'], { cwd: root, env, input: apiToken });
+    const client = new Client({ name: 'packages-test', version: '1.0.0' });
+    await timed('berth mcp: connect', () => client.connect(new StdioClientTransport({ command: join(prefix, 'bin', 'berth'), args: ['mcp'], env: env as Record<string, string>, cwd: root, stderr: 'inherit' })));
+    try {
+      const { tools } = await client.listTools();
+      assert.deepEqual(tools.map((tool) => tool.name), [...BERTH_TOOL_NAMES]);
+      const result = (await timed('berth mcp: run_prompt', () => client.callTool({ name: 'run_prompt', arguments: { prompt: 'say: hi over mcp' } }, undefined, { timeout: 120_000 }))) as CallToolResult;
+      assert.notEqual(result.isError, true, JSON.stringify(result.content));
+      assert.equal((result.structuredContent as { output?: string }).output, 'hi over mcp');
+    } finally {
+      await client.close();
+    }
   });
 
   test('a server that speaks another API major version: the installed SDK and berth refuse with a message naming both', async () => {
