@@ -20,6 +20,7 @@ import type { ContainerRuntime } from '../runtime/container-runtime.js';
 import { loopWorkdirBinder } from '../runtime/workdir-binds.js';
 import type { SharedDatabase } from './database.js';
 import type { EngineContainers } from './engine-containers.js';
+import { eventFeeds } from './event-feeds.js';
 import { sharedJobQueue, watchNodeLoss } from './job-dispatch.js';
 import type { Stores } from './stores.js';
 import type { Teardown } from './teardown.js';
@@ -88,8 +89,14 @@ export async function buildRunServices(inputs: RunServiceInputs): Promise<RunSer
     destinations: webhookDestinations,
   });
   teardown.release(() => deliverer.close());
-  // Every status a job's record takes is also a replayable event of the job (core/jobs/job-events.ts).
-  const jobEvents = new JobEvents(stores.events, (error, jobId) => logger.error({ err: error, jobId }, 'a job event could not be kept in the event log; it is sent live without an id'));
+  // Every status a job's record takes is also a replayable event of the job (core/jobs/job-events.ts); with a
+  // shared database, what other nodes record reaches this node's followers too (composition/event-feeds.ts).
+  const jobEvents = new JobEvents(
+    stores.events,
+    (error, jobId) => logger.error({ err: error, jobId }, 'a job event could not be kept in the event log, or read from it for a follower'),
+    Date.now,
+    eventFeeds({ shared: inputs.shared, logger, teardown }),
+  );
   const jobs = new JobService({
     store: jobEvents.recording(stores.jobs),
     events: jobEvents,

@@ -2,11 +2,14 @@
 // that every status it records (pending at submission, then running, then the final one) is appended to
 // the event log under the job's stream and delivered to the job's live followers. follow() serves
 // GET /jobs/:id/stream: what the log keeps after Last-Event-ID (everything on a first connection: a job's
-// history is a handful of events), then live ones, until the final status, then `closed`.
-import type { EventLog } from '../../store/events/event-log.js';
+// history is a handful of events), then live ones, until the final status, then `closed`. With a shared
+// event log (several nodes), the live events of a job another node runs reach its followers here through the
+// log's feeds (core/events/log-feeds.ts), deduplicated by id with those recorded here.
+import type { EventLog, StoredEvent } from '../../store/events/event-log.js';
 import { eventStreams } from '../../store/events/event-log.js';
 import { isFinished, type Job, type JobChange, type JobListQuery, type JobStatus, type JobStore, type JobSummary, type NewJob, type WebhookState } from '../../store/jobs/job-store.js';
 import { EventFanout } from '../agents/subscription.js';
+import { type LogFeeds, StreamFeed } from '../events/log-feeds.js';
 import { replayThenLive, type EventsLostEvent } from '../events/replay.js';
 import { StreamRecorder, type WithId } from '../events/stream-recorder.js';
 
@@ -36,13 +39,15 @@ export interface JobEventStream {
 export class JobEvents {
   /** Writers of jobs that have not finished (in this process); a finished job's is dropped. */
   private readonly recorders = new Map<string, StreamRecorder>();
-  /** Live followers, per job. */
-  private readonly fanouts = new Map<string, EventFanout<WithId<JobStatusEvent>>>();
+  /** Live followers, per job, and what publishes to them: this node's recorder, and the log's feed. */
+  private readonly fanouts = new Map<string, Followed>();
 
   constructor(
     private readonly log: EventLog,
     private readonly onError: (error: unknown, jobId: string) => void,
     private readonly now: () => number = Date.now,
+    /** A shared log's feeds (several nodes): the events other nodes record reach this node's followers. */
+    private readonly feeds?: LogFeeds,
   ) {}
 
   /** `store`, with every status it records also recorded as an event of the job. */
@@ -55,12 +60,16 @@ export class JobEvents {
    * undefined), then live ones until the final status; `current` reads the job as the store has it now.
    */
   follow(jobId: string, afterId: number | undefined, current: () => Promise<Job | undefined>): JobEventStream {
-    const fanout = this.fanoutOf(jobId);
+    const followed = this.followedOf(jobId);
+    const { fanout } = followed;
     // Subscribed now, before the log is read (replay.ts).
     const live = fanout.subscribe();
     const leave = () => {
       live.close();
-      if (fanout.count === 0 && this.fanouts.get(jobId) === fanout) this.fanouts.delete(jobId);
+      if (fanout.count === 0 && this.fanouts.get(jobId) === followed) {
+        this.fanouts.delete(jobId);
+        this.feeds?.remove(followed.feed);
+      }
     };
     return { events: this.eventsOf(jobId, afterId, current, live, leave), close: leave };
   }
@@ -85,7 +94,7 @@ export class JobEvents {
         stream: eventStreams.job(jobId),
         afterId: afterId ?? 0,
         live,
-        fromLog: (stored) => ({ ...(stored.data as unknown as JobStatusEvent), id: stored.id }),
+        fromLog,
         now: this.now,
       });
       for await (const event of events) {
@@ -110,23 +119,43 @@ export class JobEvents {
     }
     const event = statusEvent(job);
     recorder.record(event, (stored) => {
-      this.fanouts.get(job.id)?.publish(stored);
+      const followed = this.fanouts.get(job.id);
+      // Published once: the log's feed may have read it first (its notice came back before this delivery).
+      if (followed?.feed.admit(stored.id)) followed.fanout.publish(stored);
       if (isFinished(job.status)) this.recorders.delete(job.id);
     });
   }
 
-  private fanoutOf(jobId: string): EventFanout<WithId<JobStatusEvent>> {
-    let fanout = this.fanouts.get(jobId);
-    if (!fanout) {
-      fanout = new EventFanout<WithId<JobStatusEvent>>();
-      this.fanouts.set(jobId, fanout);
+  private followedOf(jobId: string): Followed {
+    let followed = this.fanouts.get(jobId);
+    if (!followed) {
+      const fanout = new EventFanout<WithId<JobStatusEvent>>();
+      const feed = new StreamFeed(
+        this.log,
+        eventStreams.job(jobId),
+        (stored) => fanout.publish(fromLog(stored)),
+        (error) => this.onError(error, jobId),
+      );
+      followed = { fanout, feed };
+      this.fanouts.set(jobId, followed);
+      this.feeds?.add(feed);
     }
-    return fanout;
+    return followed;
   }
 
   private closed(): JobClosedEvent {
     return { type: 'closed', at: new Date(this.now()).toISOString() };
   }
+}
+
+interface Followed {
+  readonly fanout: EventFanout<WithId<JobStatusEvent>>;
+  /** Admits each id once, from this node's recorder or from the log (read when another node appended). */
+  readonly feed: StreamFeed;
+}
+
+function fromLog(stored: StoredEvent): WithId<JobStatusEvent> {
+  return { ...(stored.data as unknown as JobStatusEvent), id: stored.id };
 }
 
 function statusEvent(job: Job): JobStatusEvent {
