@@ -48,10 +48,11 @@ fi
 # <<< base
 
 # The compiled server: `npm run build` compiles src/ to dist/ (dist/main.js as deep as src/main.ts, so every
-# path the server resolves from its own place still resolves), and the SDK, the CLI and the web console.
+# path the server resolves from its own place still resolves), and the SDK, the MCP tools, the CLI and the web
+# console.
 # Skipped when dist/main.js is newer than every source it is made of.
 main=dist/main.js
-if [ -f "$main" ] && [ -z "$(find src packages/console/src packages/client/src package.json tsconfig.json tsconfig.build.json \
+if [ -f "$main" ] && [ -z "$(find src packages/console/src packages/client/src packages/mcp/src package.json tsconfig.json tsconfig.build.json \
   scripts/copy-server-assets.mjs -newer "$main" -print -quit 2>/dev/null)" ]; then
   say "dist/ is up to date"
 else
@@ -69,15 +70,15 @@ case "$node_version" in v2[0-9].*) ;; *) fail "the host's Node is $node_version;
 # one is the engine binary, which lives in the engine image).
 prod_tree() { npm ls --omit=dev --omit=optional --all --parseable "$@" 2>/dev/null | sed "s|^$PWD/||" | grep '^node_modules/' || true; }
 prod_tree --workspaces=false >"$work/modules.all"
-# The repository's own packages (@berth/client, ...) the compiled server imports: installed as npm would
-# install them from the registry (their packed files), not as the checkout's links to packages/*, with their
-# production dependencies.
+# The repository's own packages the server depends on (package.json's dependencies that are links to
+# packages/*: @berth/client, @berth/mcp): installed as npm would install them from the registry (their packed
+# files), not as the checkout's links, with their production dependencies.
 declare -A wanted=()
-for manifest in packages/*/package.json; do
-  name=$(node -p "require('./$manifest').name")
-  if grep -rqE "(from |import\()['\"]$name(/[^'\"]*)?['\"]" dist; then wanted[$name]=1; fi
+for name in $(node -p 'Object.keys(require("./package.json").dependencies ?? {}).join(" ")'); do
+  if [ -L "node_modules/$name" ] && [ -f "packages/${name#@berth/}/package.json" ]; then wanted[$name]=1; fi
 done
-# ... and the repository's packages those depend on (@berth/cli's MCP tools on @berth/client), to a fixed point.
+[ -n "${!wanted[*]}" ] || fail "package.json names none of the repository's packages (@berth/client, @berth/mcp): run 'npm ci'"
+# ... and the repository's packages those depend on (@berth/mcp on @berth/client), to a fixed point.
 grown=1
 while [ "$grown" = 1 ]; do
   grown=0
@@ -120,7 +121,8 @@ for name in "${workspaces[@]}"; do
   tarball=$(npm pack --ignore-scripts --silent -w "$name" --pack-destination "$work/packs" | tail -1)
   tar -xzf "$work/packs/$tarball" -C "$app/node_modules/$name" --strip-components=1
 done
-# Every import of them the server makes resolves and loads from what was staged.
+# Every import of them the server makes resolves and loads from what was staged (an import package.json does not
+# declare fails here).
 for specifier in $(grep -rhoE "(from |import\()['\"]@berth/[^'\"]*['\"]" dist | grep -oE "@berth/[^'\"]*" | sort -u); do
   (cd "$app" && node -e 'import(process.argv[1])' "$specifier") || fail "$specifier does not load from the staged packages (is its dist/ built?)"
 done
