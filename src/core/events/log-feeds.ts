@@ -89,8 +89,11 @@ export class LogFeeds {
     this.poll.unref();
   }
 
+  /** Stops the notices and the poll; a feed's read under way publishes nothing more (the log closes next). */
   async stop(): Promise<void> {
     clearInterval(this.poll);
+    for (const feed of this.feeds.values()) feed.close();
+    this.feeds.clear();
     await this.notices?.stop();
   }
 
