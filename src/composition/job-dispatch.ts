@@ -32,7 +32,11 @@ function dispatchHistogram(registry: Registry): Histogram<'path'> {
 
 /** The `shared` dependency of the job service; undefined without a database. */
 export function sharedJobQueue(
-  { shared, stores, registry, logger }: { readonly shared: SharedDatabase | undefined; readonly stores: Pick<Stores, 'jobs'>; readonly registry: Registry; readonly logger: Logger },
+  { shared, stores, registry, logger, sharedDir }: {
+    readonly shared: SharedDatabase | undefined; readonly stores: Pick<Stores, 'jobs'>; readonly registry: Registry; readonly logger: Logger;
+    /** SERVICE_SHARED_DIR: set, a session's workspace is restored on any node, so its jobs are not pinned. */
+    readonly sharedDir: string | undefined;
+  },
 ): JobServiceDependencies['shared'] {
   if (!shared) return undefined;
   if (!(stores.jobs instanceof PostgresJobStore)) throw new Error('a shared database needs the PostgreSQL job store');
@@ -41,6 +45,7 @@ export function sharedJobQueue(
     queue: stores.jobs,
     wakeups: new PostgresJobWakeups(shared.database, (error) => logger.warn({ err: error }, 'the job queue\'s LISTEN connection failed; listening again shortly (the poll claims meanwhile)')),
     dispatched: (seconds, path) => histogram.observe({ path }, seconds),
+    sessionsMove: sharedDir !== undefined,
   };
 }
 

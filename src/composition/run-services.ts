@@ -107,7 +107,7 @@ export async function buildRunServices(inputs: RunServiceInputs): Promise<RunSer
     log: logger,
     shutdownSignal: inputs.shutdownSignal,
     observer: { jobCounts: (counts) => Object.entries(counts).forEach(([status, n]) => metrics.jobs.set({ status }, n)) },
-    shared: sharedJobQueue({ shared: inputs.shared, stores, registry: metrics.registry, logger }),
+    shared: sharedJobQueue({ shared: inputs.shared, stores, registry: metrics.registry, logger, sharedDir: config.cluster.sharedDir }),
   });
   // At stop this runs after the runs were cancelled (resources are released after the work), to record their ends.
   teardown.release(() => jobs.close());

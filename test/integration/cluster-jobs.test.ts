@@ -7,11 +7,17 @@
 // its own: their containers are removed, never followed again. An agent on B is exited `node_lost` likewise
 // and its container removed at B's next start. A job accepted by B while its slots are busy takes B's
 // pre-started engine, named after the job's run a second later, and waits; after B's death A runs it under a
-// run id of its own, never into the dead node's container name (both nodes share this host's Podman). Nothing is left: containers (each node's stop,
-// B's disposal), the PostgreSQL server.
+// run id of its own, never into the dead node's container name (both nodes share this host's Podman). A job
+// resuming a session made on A, submitted to A while A's slot is busy, is not pinned to A: B runs it with the
+// earlier conversation (the offline model's recall:) and its workspace (both nodes have one SERVICE_SHARED_DIR),
+// and the turn it added is what A's next resume sees. Nothing is left: containers (each node's stop, B's
+// disposal), the PostgreSQL server, the shared directory.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { measureDispatchLatency } from '../../bench/dispatch-latency.js';
@@ -61,9 +67,11 @@ describe('async jobs dispatched across two nodes', { timeout: 300_000 }, () => {
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
   let a: TestBerth | undefined;
   let b: ServiceProcess | undefined;
+  let sharedDir: string | undefined;
 
   const shared = () => ({
     SERVICE_DATABASE_URL: address.url,
+    SERVICE_SHARED_DIR: sharedDir!,
     SERVICE_WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
     SERVICE_POOL_SIZE: '0',
     SERVICE_AGENT_POOL_SIZE: '0',
@@ -110,6 +118,7 @@ describe('async jobs dispatched across two nodes', { timeout: 300_000 }, () => {
     server = await startPostgres();
     address = await server.createDatabase('cluster_jobs');
     receiver = await startReceiver();
+    sharedDir = await mkdtemp(join(tmpdir(), 'berth-shared-'));
     a = await startTestBerth({
       ...shared(),
       SERVICE_ADDRESS: `127.0.0.1:${await freePort()}`,
@@ -132,6 +141,7 @@ describe('async jobs dispatched across two nodes', { timeout: 300_000 }, () => {
       } finally {
         await receiver?.close();
         await server?.stop();
+        if (sharedDir) await rm(sharedDir, { recursive: true, force: true });
       }
     }
     assert.deepEqual(await server.leftovers(), [], 'no PostgreSQL process or directory is left');
@@ -157,6 +167,36 @@ describe('async jobs dispatched across two nodes', { timeout: 300_000 }, () => {
     // Time in the queue here includes waiting for a free slot (every slot is busy most of the time).
     console.log(`time in the queue of the jobs B ran, ms: ${queued.map((ms) => ms.toFixed(1)).join(' ')}`);
     assert.ok((await metric(a!, 'berth_job_dispatch_seconds_count{path="local"}')) >= 1, 'node A claimed some at submission');
+  });
+
+  test('a job resuming a session, accepted by A with its slot busy, runs on B with the earlier conversation and workspace', async () => {
+    const first = await a!.request('POST', '/run', { prompt: 'say: remember the tide\nrun: echo tide-mark > notes.txt' });
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    const sessionId = first.body.session_id as string;
+    const blocker = await submit('run: /bin/sleep 600');
+    await claimedBy(blocker, 'node-a');
+    const response = await a!.request('POST', '/run/async', { prompt: 'recall:', engine: { session_id: sessionId, resume: true }, webhook_url: receiver.url });
+    assert.equal(response.status, 200, JSON.stringify(response.body));
+    const resumed = response.body.job_id as string;
+    assert.equal(response.body.session_id, sessionId);
+    const job = await finished(resumed, 60_000).catch(async (error: unknown) => {
+      const onB = b!.output().split('\n').filter((line) => line.includes(resumed)).slice(-5).join('\n');
+      throw new Error(`${(error as Error).message}: ${JSON.stringify((await rows([resumed])).get(resumed))}\nB: ${onB}`);
+    });
+    assert.equal(job.status, 'completed', JSON.stringify(job));
+    assert.equal((await rows([resumed])).get(resumed)?.claimed_by, 'node-b', 'not pinned to A: B ran it');
+    assert.match(job.output, /remember the tide/, 'the resumed engine on B had the conversation made on A');
+    const read = await a!.request('POST', '/run/async', { prompt: 'run: cat notes.txt', engine: { session_id: sessionId, resume: true } });
+    assert.equal(read.status, 200, JSON.stringify(read.body));
+    const readJob = await finished(read.body.job_id as string, 60_000);
+    assert.equal((await rows([read.body.job_id as string])).get(read.body.job_id as string)?.claimed_by, 'node-b');
+    assert.match(readJob.output, /tide-mark/, 'and the workspace made on A');
+    assert.equal((await a!.request('DELETE', `/jobs/${blocker}`)).status, 200);
+    // The turn B added is the session's next version: A's next resume sees both prompts.
+    const again = await a!.request('POST', '/run', { prompt: 'recall:', engine: { session_id: sessionId, resume: true } });
+    assert.equal(again.status, 200, JSON.stringify(again.body));
+    assert.match(again.body.output, /remember the tide[\s\S]*recall:/, 'the turn run on B was saved, not lost to a stale save of A');
+    await waitFor('the webhooks', async () => [resumed, blocker].every((id) => receiver.of(id).length >= 1) || undefined, 30_000, 100);
   });
 
   test('node B killed with two running jobs: they crash node_lost with one webhook each, the queued ones run on A, and B started again removes their containers', async () => {

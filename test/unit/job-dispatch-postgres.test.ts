@@ -326,4 +326,53 @@ describe('the shared job queue on PostgreSQL', () => {
     assert.equal((await queue.get(first.job_id))?.status, 'failed');
     await jobs.close();
   });
+  it('a job resuming a session waits for any node when sessions move (SERVICE_SHARED_DIR), its session let go of before it is queued', async () => {
+    for (const sessionsMove of [true, false]) {
+      const address = await server.createDatabase(sessionsMove ? 'unpinned' : 'pinned');
+      const queue = await PostgresJobStore.open(connect(address), 'node-a');
+      const other = await PostgresJobStore.open(connect(address), 'node-b');
+      const slots = new ContainerSlots({ total: 100, perCaller: 100 });
+      const steps: string[] = [];
+      let counter = 0;
+      const accept = async (request: RunRequest): Promise<AcceptedRun> => {
+        counter += 1;
+        const id = `00000000-0000-4000-8000-${String(counter).padStart(12, '0')}`;
+        const kind = request.prompt === 'resume' ? 'resume' : 'new';
+        const session = { sessionId: id, engineSession: { kind, sessionId: id }, mountPath: '/nowhere', persistent: true, release: async () => undefined } as AcceptedRun['session'];
+        const plan = { prompt: request.prompt, webhookUrl: undefined, session: kind === 'resume' ? { kind, sessionId: id } : { kind }, workspace: { kind: 'none' }, container: { volumes: [], secretsEnv: [] } } as unknown as RunPlan;
+        return { runId: `run-${counter}`, plan, session, phases: new RunPhases(), slot: new RunSlot(slots, ''), span: trace.getTracer('test').startSpan('run'), engineBinary: '/e' };
+      };
+      const runs = {
+        accept: (request: RunRequest) => accept(request),
+        acceptAgain: (run: { request: RunRequest }) => accept(run.request),
+        reattach: async () => undefined,
+        abandon: async (accepted: AcceptedRun) => void steps.push(`let go of ${accepted.plan.prompt}`),
+        // The first job holds node A's one slot until the test ends.
+        execute: (_accepted: AcceptedRun, _mode: unknown, signal: AbortSignal) =>
+          new Promise<RunOutcome>((resolve) => signal.addEventListener('abort', () => resolve({ kind: 'crashed', reason: 'cancelled', exitCode: 137, signal: 'SIGKILL', partialOutput: '', taskCompleted: false }), { once: true })),
+      } as unknown as JobRunner;
+      const recorded = Object.create(queue, {
+        insert: { value: async (job: Parameters<PostgresJobStore['insert']>[0]) => { steps.push(`queued ${String((job.request as RunRequest).prompt)}`); return queue.insert(job); } },
+      }) as PostgresJobStore;
+      const jobs = new JobService({
+        store: recorded, runs, maxConcurrentRuns: 1, retentionMs: 3_600_000, log,
+        shared: { queue, wakeups: { start: () => undefined, stop: async () => undefined }, pollMs: 60_000, sessionsMove },
+      });
+      await jobs.start();
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const caller = { owner: 'client-a' } as Parameters<JobService['submit']>[1];
+      const busy = await jobs.submit({ prompt: 'busy' } as RunRequest, caller);
+      await waitFor('the first job running', async () => (await queue.get(busy.job_id))?.status === 'running' || undefined, 5_000, 10);
+      const resumed = await jobs.submit({ prompt: 'resume' } as RunRequest, caller);
+      const claimedByB = await other.claim(5);
+      if (sessionsMove) {
+        assert.deepEqual(steps, ['queued busy', 'let go of resume', 'queued resume'], 'the session let go of before the job is in the queue');
+        assert.deepEqual(claimedByB.map((c) => c.job.id), [resumed.job_id], 'another node claims it');
+      } else {
+        assert.deepEqual(steps, ['queued busy', 'queued resume'], 'held here');
+        assert.deepEqual(claimedByB, [], 'pinned to its accepting node: the session\'s workspace is on its disk');
+      }
+      await jobs.close();
+    }
+  });
 });

@@ -24,7 +24,7 @@ import { jobFinishedPayload, jobListItem, jobView, type JobListItem, type JobVie
 import { RunQueue } from './run-queue.js';
 import { JOB_MESSAGES, nodeLostCrash, outcomeChange, serviceCrash, type JobRunner } from './job-outcome.js';
 import { JobDispatcher } from './job-dispatcher.js';
-import { runsOnAnyNode } from './job-placement.js';
+import { letsGoOfSessionWhileQueued, runsOnAnyNode } from './job-placement.js';
 import { isStorageFull } from '../../store/sqlite.js';
 import type { JobEvents, JobEventStream } from './job-events.js';
 
@@ -63,6 +63,8 @@ export interface JobServiceDependencies {
     readonly wakeups: JobWakeups;
     readonly pollMs?: number;
     readonly dispatched?: (seconds: number, path: 'queued' | 'local') => void;
+    /** Sessions and their workspaces are restored on any node (SERVICE_SHARED_DIR): their jobs are not pinned. */
+    readonly sessionsMove?: boolean;
   };
 }
 
@@ -190,6 +192,11 @@ export class JobService {
     let inserted = false;
     // Shared queue: with a free slot here the job is this node's at once; otherwise it waits to be claimed.
     const claimedHere = this.dispatcher?.reserve() ?? false;
+    const pinned = this.dispatcher ? !runsOnAnyNode(accepted.plan, this.deps.shared?.sessionsMove === true) : undefined;
+    // A job of an earlier session that waits for any node: the session is let go of before the job is in the
+    // queue (job-placement.ts); whichever node claims it, this one too, accepts it again.
+    const held = !(pinned === false && !claimedHere && letsGoOfSessionWhileQueued(accepted.plan));
+    if (!held) await this.deps.runs.abandon(accepted);
     try {
       if (this.isStopping()) throw errors.shuttingDown();
       const job = await this.deps.store.insert({
@@ -200,16 +207,16 @@ export class JobService {
         request,
         owner: caller.owner,
         createdAt: this.timestamp(),
-        ...(this.dispatcher ? { claimed: claimedHere, pinned: !runsOnAnyNode(accepted.plan) } : {}),
+        ...(pinned !== undefined ? { claimed: claimedHere, pinned } : {}),
       });
       inserted = true;
-      this.accepted.set(id, accepted);
+      if (held) this.accepted.set(id, accepted);
       if (!this.dispatcher) this.queue.enqueue(id, () => track(this.jobTasks, this.runJob(id)));
       else if (claimedHere) this.dispatcher.launch({ job, waitedMs: 0, acceptedBy: this.deps.shared!.queue.node });
     } catch (error) {
       if (claimedHere && !inserted) this.dispatcher!.unreserve();
       this.accepted.delete(id);
-      await this.deps.runs.abandon(accepted);
+      if (held) await this.deps.runs.abandon(accepted);
       if (!inserted) throw isStorageFull(error) ? errors.storageFull('job database') : error;
       // The queue closed under us (shutdown): the stored job must not stay pending.
       await this.deps.store.transition(id, ['pending'], { status: 'crashed', crashInfo: serviceCrash('service_stop'), error: JOB_MESSAGES.stoppedWhilePending }, this.timestamp());
