@@ -8,17 +8,13 @@
 // Nothing is left: containers (each Berth's stop), PostgreSQL's processes and directory.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { startTestBerth, type TestBerth } from '../support/berth.js';
 import { follow, type Frame } from '../support/agents.js';
+import { ClusterCallers, clusterNodeEnv, queryDatabase, stopCluster } from '../support/cluster-nodes.js';
 import { freePort, startPostgres, type PostgresDatabaseAddress, type TestPostgres } from '../support/postgres.js';
 import { waitFor } from '../support/wait.js';
 
-const SECRET = randomBytes(32).toString('hex');
-const CALLERS = ['alice', 'bob'] as const;
-type CallerName = (typeof CALLERS)[number];
-const API_TOKENS = new Map(CALLERS.map((name) => [name, `berth-test-${randomBytes(16).toString('hex')}`] as const));
+const callers = new ClusterCallers(['alice', 'bob'] as const);
 /**
  * How late a status may reach A's stream after B recorded it: well below the feeds' safety-net poll
  * (composition/event-feeds.ts, 10 s). The job runs longer than this, so the poll alone cannot bring both its
@@ -32,30 +28,12 @@ describe('a job\'s live events reach its stream on a node that does not run it',
   let address: PostgresDatabaseAddress;
   let a: TestBerth | undefined;
   let b: TestBerth | undefined;
-  const tokens = new Map<CallerName, string>();
-  const ports = new Map<string, number>();
-  const nodeEnv = (name: string) => ({
-    SERVICE_DATABASE_URL: address.url,
-    SERVICE_ADDRESS: `127.0.0.1:${ports.get(name)!}`,
-    SERVICE_NODE_NAME: name,
-    SERVICE_AUTH_ENABLED: 'true',
-    SERVICE_JWT_SECRET: SECRET,
-    SERVICE_API_TOKENS: [...API_TOKENS].map(([caller, token]) => `${caller}:${token}`).join(','),
-    SERVICE_MAX_CONCURRENT_RUNS: '1',
-    SERVICE_POOL_SIZE: '0',
-    SERVICE_AGENT_POOL_SIZE: '0',
-    SERVICE_SSE_HEARTBEAT_INTERVAL: '1s',
-  });
-  const as = (caller: CallerName) => ({ authorization: `Bearer ${tokens.get(caller)!}` });
+  const nodeEnv = async (name: string) =>
+    clusterNodeEnv(address, { name, port: await freePort() }, callers, { SERVICE_MAX_CONCURRENT_RUNS: '1', SERVICE_SSE_HEARTBEAT_INTERVAL: '1s' });
+  const as = (caller: 'alice' | 'bob') => callers.as(caller);
 
   async function jobRow(id: string): Promise<{ status: string; claimed_by: string | null } | undefined> {
-    const client = new pg.Client(address.config);
-    await client.connect();
-    try {
-      return (await client.query('SELECT status, claimed_by FROM jobs WHERE id = $1', [id])).rows[0];
-    } finally {
-      await client.end();
-    }
+    return (await queryDatabase<{ status: string; claimed_by: string | null }>(address, 'SELECT status, claimed_by FROM jobs WHERE id = $1', [id]))[0];
   }
   const submit = async (node: TestBerth, prompt: string) => {
     const submitted = await node.request('POST', '/run/async', { prompt }, as('alice'));
@@ -72,23 +50,12 @@ describe('a job\'s live events reach its stream on a node that does not run it',
   before(async () => {
     server = await startPostgres();
     address = await server.createDatabase('cluster_events');
-    for (const name of ['node-a', 'node-b']) ports.set(name, await freePort());
-    [a, b] = await Promise.all([startTestBerth(nodeEnv('node-a')), startTestBerth(nodeEnv('node-b'))]);
-    for (const caller of CALLERS) {
-      const issued = await a.request('POST', '/auth/token', { client_id: caller }, { authorization: `Bearer ${API_TOKENS.get(caller)!}` });
-      assert.equal(issued.status, 200, JSON.stringify(issued.body));
-      tokens.set(caller, issued.body.access_token as string);
-    }
+    const [envA, envB] = [await nodeEnv('node-a'), await nodeEnv('node-b')];
+    [a, b] = await Promise.all([startTestBerth(envA), startTestBerth(envB)]);
+    await callers.signIn(a);
   });
 
-  after(async () => {
-    try {
-      await Promise.all([a?.stop(), b?.stop()]);
-    } finally {
-      await server.stop();
-    }
-    assert.deepEqual(await server.leftovers(), [], 'no PostgreSQL process or directory is left');
-  });
+  after(() => stopCluster([a, b], server));
 
   test('a stream on A opened while the job waits ends with the status B records and closed; a reconnect through B resumes; bob gets 404', async () => {
     // Each node's one slot is taken by a job it claimed at submission.

@@ -14,17 +14,15 @@
 // Nothing is left: containers and networks (each test Berth's stop), PostgreSQL's processes and directory.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes, randomUUID } from 'node:crypto';
-import pg from 'pg';
+import { randomUUID } from 'node:crypto';
 import { metric, startTestBerth, type TestBerth } from '../support/berth.js';
 import { follow, turnEnded, types } from '../support/agents.js';
+import { ClusterCallers, clusterNodeEnv, queryDatabase, stopCluster } from '../support/cluster-nodes.js';
 import { freePort, startPostgres, type PostgresDatabaseAddress, type TestPostgres } from '../support/postgres.js';
 import { waitFor } from '../support/wait.js';
 
-const SECRET = randomBytes(32).toString('hex');
-const CALLERS = ['alice', 'bob', 'carol'] as const;
-type CallerName = (typeof CALLERS)[number];
-const API_TOKENS = new Map(CALLERS.map((name) => [name, `berth-test-${randomBytes(16).toString('hex')}`] as const));
+const callers = new ClusterCallers(['alice', 'bob', 'carol'] as const);
+type CallerName = 'alice' | 'bob' | 'carol';
 const FORWARDED_FROM = 'x-berth-forwarded-from';
 
 describe('requests forwarded to the node that runs the agent', { timeout: 240_000 }, () => {
@@ -32,37 +30,17 @@ describe('requests forwarded to the node that runs the agent', { timeout: 240_00
   let address: PostgresDatabaseAddress;
   let a: TestBerth | undefined;
   let b: TestBerth | undefined;
-  const tokens = new Map<CallerName, string>();
   let agentId: string;
   let owner: string;
 
-  const ports = new Map<string, number>();
-  const nodeEnv = (name: string) => ({
-    SERVICE_DATABASE_URL: address.url,
-    SERVICE_ADDRESS: `127.0.0.1:${ports.get(name)!}`,
-    SERVICE_NODE_NAME: name,
-    SERVICE_AUTH_ENABLED: 'true',
-    SERVICE_JWT_SECRET: SECRET,
-    SERVICE_API_TOKENS: [...API_TOKENS].map(([caller, token]) => `${caller}:${token}`).join(','),
-    SERVICE_MAX_CONTAINERS_PER_CALLER: '2',
-    SERVICE_POOL_SIZE: '0',
-    SERVICE_AGENT_POOL_SIZE: '0',
-    SERVICE_SSE_HEARTBEAT_INTERVAL: '1s',
-  });
-  const as = (caller: CallerName) => ({ authorization: `Bearer ${tokens.get(caller)!}` });
+  const nodeEnv = async (name: string) =>
+    clusterNodeEnv(address, { name, port: await freePort() }, callers, { SERVICE_MAX_CONTAINERS_PER_CALLER: '2', SERVICE_SSE_HEARTBEAT_INTERVAL: '1s' });
+  const as = (caller: CallerName) => callers.as(caller);
   const streamOf = (node: TestBerth, id: string) => `${node.url}/agents/${id}/stream`;
   const forwarded = (node: TestBerth, route: string, outcome = 'forwarded') =>
     metric(node, `berth_forwarded_requests_total{route="${route}",outcome="${outcome}"}`).catch(() => 0);
 
-  async function sql<Row extends object>(text: string, values: unknown[] = []): Promise<Row[]> {
-    const client = new pg.Client(address.config);
-    await client.connect();
-    try {
-      return (await client.query<Row>(text, values)).rows;
-    } finally {
-      await client.end();
-    }
-  }
+  const sql = <Row extends object>(text: string, values: unknown[] = []) => queryDatabase<Row>(address, text, values);
 
   async function statusThrough(node: TestBerth, id: string, status: string): Promise<any> {
     return waitFor(`agent ${id} ${status}, read through ${node.url}`, async () => {
@@ -75,13 +53,9 @@ describe('requests forwarded to the node that runs the agent', { timeout: 240_00
   before(async () => {
     server = await startPostgres();
     address = await server.createDatabase('forward');
-    for (const name of ['node-a', 'node-b']) ports.set(name, await freePort());
-    [a, b] = await Promise.all([startTestBerth(nodeEnv('node-a')), startTestBerth(nodeEnv('node-b'))]);
-    for (const caller of CALLERS) {
-      const issued = await a.request('POST', '/auth/token', { client_id: caller }, { authorization: `Bearer ${API_TOKENS.get(caller)!}` });
-      assert.equal(issued.status, 200, JSON.stringify(issued.body));
-      tokens.set(caller, issued.body.access_token as string);
-    }
+    const [envA, envB] = [await nodeEnv('node-a'), await nodeEnv('node-b')];
+    [a, b] = await Promise.all([startTestBerth(envA), startTestBerth(envB)]);
+    await callers.signIn(a);
     const spawned = await a.request('POST', '/agents', {}, as('alice'));
     assert.equal(spawned.status, 200, JSON.stringify(spawned.body));
     agentId = spawned.body.id as string;
@@ -94,14 +68,7 @@ describe('requests forwarded to the node that runs the agent', { timeout: 240_00
     }, 10_000, 50);
   });
 
-  after(async () => {
-    try {
-      await Promise.all([a?.stop(), b?.stop()]);
-    } finally {
-      await server.stop();
-    }
-    assert.deepEqual(await server.leftovers(), [], 'no PostgreSQL process or directory is left');
-  });
+  after(() => stopCluster([a, b], server));
 
   test('the owner drives its agent on node A entirely through node B: read, send, SSE stream, list', async () => {
     await statusThrough(b!, agentId, 'idle');

@@ -15,13 +15,12 @@ import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import pg from 'pg';
 import { startTestBerth, type TestBerth } from '../support/berth.js';
+import { ClusterCallers, clusterNodeEnv, queryDatabase, stopCluster } from '../support/cluster-nodes.js';
 import { waitFor } from '../support/wait.js';
 import { freePort, startPostgres, type PostgresDatabaseAddress, type TestPostgres } from '../support/postgres.js';
 
-const SECRET = randomBytes(32).toString('hex');
-const API_TOKENS = { alice: `berth-test-${randomBytes(16).toString('hex')}`, bob: `berth-test-${randomBytes(16).toString('hex')}` };
+const callers = new ClusterCallers(['alice', 'bob'] as const);
 const MARK = `kept-on-a-${randomBytes(4).toString('hex')}`;
 
 describe('a session and its workspace, made on node A, on node B once A is gone', () => {
@@ -30,23 +29,12 @@ describe('a session and its workspace, made on node A, on node B once A is gone'
   let shared: string;
   let a: TestBerth | undefined;
   let b: TestBerth | undefined;
-  const tokens = new Map<string, string>();
   let sessionId: string;
   let workspaceId: string;
   let hostShadow: string;
 
-  const nodeEnv = async (name: string) => ({
-    SERVICE_DATABASE_URL: address.url,
-    SERVICE_SHARED_DIR: shared,
-    SERVICE_ADDRESS: `127.0.0.1:${await freePort()}`,
-    SERVICE_NODE_NAME: name,
-    SERVICE_AUTH_ENABLED: 'true',
-    SERVICE_JWT_SECRET: SECRET,
-    SERVICE_API_TOKENS: Object.entries(API_TOKENS).map(([caller, token]) => `${caller}:${token}`).join(','),
-    SERVICE_POOL_SIZE: '0',
-    SERVICE_AGENT_POOL_SIZE: '0',
-  });
-  const as = (caller: 'alice' | 'bob') => ({ authorization: `Bearer ${tokens.get(caller)}` });
+  const nodeEnv = async (name: string) => clusterNodeEnv(address, { name, port: await freePort() }, callers, { SERVICE_SHARED_DIR: shared });
+  const as = (caller: 'alice' | 'bob') => callers.as(caller);
 
   before(async () => {
     hostShadow = await readFile('/etc/shadow', 'utf8');
@@ -54,22 +42,10 @@ describe('a session and its workspace, made on node A, on node B once A is gone'
     address = await server.createDatabase('cluster_sessions');
     shared = await mkdtemp(join(tmpdir(), 'berth-shared-'));
     a = await startTestBerth(await nodeEnv('node-a'));
-    for (const caller of ['alice', 'bob'] as const) {
-      const issued = await a.request('POST', '/auth/token', { client_id: caller }, { authorization: `Bearer ${API_TOKENS[caller]}` });
-      assert.equal(issued.status, 200, JSON.stringify(issued.body));
-      tokens.set(caller, issued.body.access_token as string);
-    }
+    await callers.signIn(a);
   });
 
-  after(async () => {
-    try {
-      await Promise.all([a?.stop(), b?.stop()]);
-    } finally {
-      await server.stop();
-      await rm(shared, { recursive: true, force: true });
-    }
-    assert.deepEqual(await server.leftovers(), [], 'no PostgreSQL process or directory is left');
-  });
+  after(() => stopCluster([a, b], server, () => rm(shared, { recursive: true, force: true })));
 
   test('node A: a run makes a session whose workspace gets a file and a planted link to /etc/shadow; both are saved', async () => {
     const run = await a!.request('POST', '/run', { prompt: `run: echo ${MARK} > notes.txt && ln -s /etc/shadow shadow-link && echo done` }, as('alice'));
@@ -94,17 +70,12 @@ describe('a session and its workspace, made on node A, on node B once A is gone'
       return agent.body.turns_completed === 1 ? agent.body : undefined;
     }, 60_000, 200);
     const saved = await waitFor('the agent\'s session in the database', async () => {
-      const client = new pg.Client(address.config);
-      await client.connect();
-      try {
-        const rows = (await client.query<{ hidden: boolean; node: string; content: Buffer }>(
-          'SELECT s.hidden, s.node, t.content FROM sessions s JOIN session_transcripts t ON t.session_id = s.id WHERE s.id = $1',
-          [spawned.body.session_id],
-        )).rows;
-        return rows.find((row) => row.content.toString('utf8').includes(`agent turn ${MARK}`));
-      } finally {
-        await client.end();
-      }
+      const rows = await queryDatabase<{ hidden: boolean; node: string; content: Buffer }>(
+        address,
+        'SELECT s.hidden, s.node, t.content FROM sessions s JOIN session_transcripts t ON t.session_id = s.id WHERE s.id = $1',
+        [spawned.body.session_id],
+      );
+      return rows.find((row) => row.content.toString('utf8').includes(`agent turn ${MARK}`));
     }, 10_000, 200);
     assert.equal(saved.hidden, true);
     assert.equal(saved.node, 'node-a');

@@ -8,15 +8,13 @@
 // PostgreSQL server's processes and directory.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { NodeNameTakenError } from '../../src/core/cluster/node-registry.js';
 import { metric, startTestBerth, type TestBerth } from '../support/berth.js';
+import { ClusterCallers, clusterNodeEnv, queryDatabase, stopCluster } from '../support/cluster-nodes.js';
 import { freePort, startPostgres, type PostgresDatabaseAddress, type TestPostgres } from '../support/postgres.js';
 import { waitFor } from '../support/wait.js';
 
-const SECRET = randomBytes(32).toString('hex');
-const ALICE = `berth-test-${randomBytes(16).toString('hex')}`;
+const callers = new ClusterCallers(['alice'] as const);
 const FINISHED = new Set(['completed', 'failed', 'crashed', 'cancelled']);
 
 interface NodeRow {
@@ -36,27 +34,12 @@ describe('two nodes on one PostgreSQL database', () => {
   let jobId: string;
 
   const ports = new Map<string, number>();
-  const nodeEnv = (name: string) => ({
-    SERVICE_DATABASE_URL: address.url,
-    // A port of its own: the URL the node registers (SERVICE_NODE_URL's default) is derived from it.
-    SERVICE_ADDRESS: `127.0.0.1:${ports.get(name)!}`,
-    SERVICE_NODE_NAME: name,
-    SERVICE_AUTH_ENABLED: 'true',
-    SERVICE_JWT_SECRET: SECRET,
-    SERVICE_API_TOKENS: `alice:${ALICE}`,
-    SERVICE_POOL_SIZE: '0',
-    SERVICE_AGENT_POOL_SIZE: '0',
-  });
+  // A port of its own per node name: the URL the node registers (SERVICE_NODE_URL's default) is derived from it.
+  const nodeEnv = (name: string) => clusterNodeEnv(address, { name, port: ports.get(name)! }, callers);
   const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
   async function nodeRows(): Promise<NodeRow[]> {
-    const client = new pg.Client(address.config);
-    await client.connect();
-    try {
-      return (await client.query<NodeRow>('SELECT name, url, expires_at, released_at, expires_at > now() AS live FROM nodes ORDER BY name')).rows;
-    } finally {
-      await client.end();
-    }
+    return queryDatabase<NodeRow>(address, 'SELECT name, url, expires_at, released_at, expires_at > now() AS live FROM nodes ORDER BY name');
   }
 
   before(async () => {
@@ -66,23 +49,15 @@ describe('two nodes on one PostgreSQL database', () => {
     a = await startTestBerth(nodeEnv('node-a'));
     // Node B starts while node A runs a job: B's start-up must neither crash it (its container is not on B's
     // Podman) nor run it again.
-    const issued = await a.request('POST', '/auth/token', { client_id: 'alice-laptop' }, bearer(ALICE));
-    assert.equal(issued.status, 200, JSON.stringify(issued.body));
-    token = issued.body.access_token as string;
+    await callers.signIn(a);
+    token = callers.token('alice');
     const submitted = await a.request('POST', '/run/async', { prompt: 'say: submitted on node a' }, bearer(token));
     assert.equal(submitted.status, 200, JSON.stringify(submitted.body));
     jobId = submitted.body.job_id as string;
     b = await startTestBerth(nodeEnv('node-b'));
   });
 
-  after(async () => {
-    try {
-      await Promise.all([a?.stop(), b?.stop()]);
-    } finally {
-      await server.stop();
-    }
-    assert.deepEqual(await server.leftovers(), [], 'no PostgreSQL process or directory is left');
-  });
+  after(() => stopCluster([a, b], server));
 
   test('both nodes are registered with live leases, shown by GET /health and /metrics; a second start under a live name is refused', async () => {
     const rows = await nodeRows();
