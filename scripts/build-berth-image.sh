@@ -47,20 +47,24 @@ else
 fi
 # <<< base
 
-# The compiled server: `npm run build` compiles src/ to dist/ (dist/main.js as deep as src/main.ts, so every
-# path the server resolves from its own place still resolves), and the SDK, the MCP tools, the CLI and the web
-# console.
-# Skipped when dist/main.js is newer than every source it is made of.
+# The compiled server: `npm run build:server` compiles src/ to dist/ (dist/main.js as deep as src/main.ts, so
+# every path the server resolves from its own place still resolves), and the SDK, the MCP tools and the CLI.
+# Skipped when dist/main.js is newer than every source it is made of. The web console is built by `make setup`
+# (and `npm run build`) and rebuilt here only when it is missing: a rebuild empties packages/console/dist, which
+# a Berth running from this checkout serves at /console meanwhile.
 main=dist/main.js
-if [ -f "$main" ] && [ -z "$(find src packages/console/src packages/client/src packages/mcp/src package.json tsconfig.json tsconfig.build.json \
+if [ -f "$main" ] && [ -z "$(find src packages/client/src packages/mcp/src packages/cli/src package.json tsconfig.json tsconfig.build.json \
   scripts/copy-server-assets.mjs -newer "$main" -print -quit 2>/dev/null)" ]; then
   say "dist/ is up to date"
 else
-  say "compiling the server (npm run build, about a minute)"
-  npm run build --silent >"$work/build.log" 2>&1 || { tail -30 "$work/build.log" >&2; fail "npm run build failed (log above)"; }
+  say "compiling the server (npm run build:server, about a minute)"
+  npm run build:server --silent >"$work/build.log" 2>&1 || { tail -30 "$work/build.log" >&2; fail "npm run build:server failed (log above)"; }
 fi
-[ -f "$main" ] || fail "$main is missing after npm run build"
-[ -f packages/console/dist/index.html ] || fail "the web console's build is missing (packages/console/dist): run 'npm run build'"
+[ -f "$main" ] || fail "$main is missing after npm run build:server"
+if [ ! -f packages/console/dist/index.html ]; then
+  say "building the web console (packages/console/dist)"
+  npm run build -w @berth/console --silent >"$work/console.log" 2>&1 || { tail -30 "$work/console.log" >&2; fail "the web console's build failed (log above)"; }
+fi
 
 node_binary=$(command -v node)
 node_version=$("$node_binary" --version)
