@@ -12,11 +12,11 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { chromium } from 'playwright-core';
 import { mixedModes, runLoad } from '../support/load.js';
+import { MARKER, readmeCommands } from '../support/readme-blocks.js';
 
 const exec = promisify(execFile);
 const REPO = resolve(import.meta.dirname, '..', '..');
 const URL = 'http://127.0.0.1:8080';
-const MARKER = '<!-- newcomer-test: runs this block verbatim -->';
 const CLIENTS_MARKER = '<!-- newcomer-test: runs this block verbatim (clients) -->';
 const WORKSPACES_MARKER = '<!-- newcomer-test: runs this block verbatim (workspaces) -->';
 const EGRESS_MARKER = '<!-- newcomer-test: runs this block verbatim (egress) -->';
@@ -31,14 +31,6 @@ function newcomerEnvironment(): NodeJS.ProcessEnv {
   return env;
 }
 
-/** The README's quick-start block (or the one after `marker`) that the newcomer copies. */
-export async function readmeCommands(readme: string, marker = MARKER): Promise<string> {
-  const at = readme.indexOf(marker);
-  assert.ok(at >= 0, `the README marks its quick-start commands with ${marker}`);
-  const block = /```sh\n([\s\S]*?)```/.exec(readme.slice(at));
-  assert.ok(block, 'a ```sh block follows the marker');
-  return block[1]!;
-}
 
 async function portIsFree(port: number): Promise<boolean> {
   return new Promise((done) => {
