@@ -61,6 +61,9 @@ export SERVICE_RATE_LIMIT_TRUSTED_PROXIES="${SERVICE_RATE_LIMIT_TRUSTED_PROXIES:
 run_dir="$dir/run"
 logs="$dir/logs"
 pg_dir="$dir/pg"
+# Where PostgreSQL's files go when the postgres user cannot walk to $dir (a checkout under root's 0700 home, a
+# 0700 temporary directory): postgres's own home, under a name made of this cluster directory's path.
+pg_fallback_dir="/var/lib/postgresql/berth-cluster-$(printf '%s' "$dir" | sha256sum | cut -c1-12)"
 node_pids=()
 node_instances=()
 haproxy_pid=""
@@ -156,9 +159,11 @@ fi
 for old in "$dir"/node-*/instance; do
   [ -f "$old" ] && remove_node_leftovers "$(cat "$old")" "$(dirname "$old")"
 done
-[ -f "$pg_dir/data/postmaster.pid" ] && as_postgres "$pg_bin/pg_ctl" --pgdata "$pg_dir/data" --mode immediate --wait stop >/dev/null 2>&1 || true
+for old in "$pg_dir" "$pg_fallback_dir"; do
+  [ -f "$old/data/postmaster.pid" ] && as_postgres "$pg_bin/pg_ctl" --pgdata "$old/data" --mode immediate --wait stop >/dev/null 2>&1 || true
+done
 release_mounts
-rm -rf "$run_dir" "$pg_dir" "$dir"/node-* "$dir/shared"
+rm -rf "$run_dir" "$pg_dir" "$pg_fallback_dir" "$dir"/node-* "$dir/shared"
 mkdir -p "$run_dir" "$logs" "$SERVICE_SHARED_DIR"
 chmod 700 "$run_dir"
 # PostgreSQL runs as the postgres user, who must be able to walk to its directory: the checkout's .service (0700,
@@ -167,7 +172,11 @@ if [ -z "$own_database" ]; then
   for walked in "$checkout/.service" "$dir"; do
     case "$dir/" in "$walked"/*) chgrp postgres "$walked" && chmod 0710 "$walked" ;; esac
   done
-  runuser -u postgres -- test -x "$dir" || fail "the postgres user cannot reach $dir (a parent directory closed to it); choose another BERTH_CLUSTER_DIR"
+  if ! runuser -u postgres -- test -x "$dir"; then
+    # A parent directory is closed to it (root's home, a 0700 temporary directory): Berth does not open it.
+    pg_dir="$pg_fallback_dir"
+    say "the postgres user cannot reach $dir (a parent directory is closed to it): PostgreSQL's files go to $pg_dir, removed at stop"
+  fi
 fi
 
 # ---- PostgreSQL ----------------------------------------------------------------------------------------------
