@@ -10,6 +10,7 @@
 // the subnet in between (test Berths start side by side): then the whole thing is tried again. Compose
 // stacks' networks are made the same way (createBridgeWithGateway): no DNS server for their services to
 // send names out through, and a gateway where they reach the egress proxy.
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { AgentNetwork } from '../ports/networks.js';
 import { firstHostAddress } from '../../ipv4-subnet.js';
 import { PodmanApiError, type PodmanClient } from './client.js';
@@ -24,7 +25,13 @@ export interface LibpodNetwork {
   labels?: Record<string, string> | null;
 }
 
-const ATTEMPTS = 5;
+/**
+ * Creations raced by other Podman clients (side-by-side Berths, a cluster's nodes starting at once) are tried
+ * again, after a short random pause: without it, a few clients picking the next free subnet at the same moment
+ * kept colliding on it (seen in CI: five attempts in a row on one subnet).
+ */
+const ATTEMPTS = 8;
+const RETRY_PAUSE_MS = { min: 50, spread: 250 };
 
 function describe(network: LibpodNetwork, ownedBy: (labels: Readonly<Record<string, string>>) => boolean): AgentNetwork {
   const subnets = network.subnets ?? [];
@@ -96,6 +103,7 @@ export async function createBridgeWithGateway(
       }
       const retryable = error instanceof PodmanApiError && (taken ? options.adoptExisting : /already (used|exists)/i.test(error.message));
       if (!retryable || attempt >= ATTEMPTS) throw error;
+      await sleep(RETRY_PAUSE_MS.min + Math.floor(Math.random() * RETRY_PAUSE_MS.spread));
     }
   }
 }
