@@ -32,7 +32,12 @@ describe('each Berth\'s agent network has no way out but its own gateway', () =>
   let b: TestBerth;
   before(async () => {
     const env = { SERVICE_POOL_SIZE: '0', SERVICE_AGENT_POOL_SIZE: '0' };
-    [a, b] = await Promise.all([startTestBerth(env), startTestBerth(env)]);
+    // Both started side by side; one that started is kept for after()'s stop even when the other failed
+    // (Promise.all lost it: in CI a failed start left the other Berth, its network and tables running).
+    const [started, alsoStarted] = await Promise.allSettled([startTestBerth(env), startTestBerth(env)]);
+    if (started.status === 'fulfilled') a = started.value;
+    if (alsoStarted.status === 'fulfilled') b = alsoStarted.value;
+    for (const result of [started, alsoStarted]) if (result.status === 'rejected') throw result.reason;
   });
   after(async () => {
     await Promise.all([a?.stop(), b?.stop()]);
