@@ -34,7 +34,7 @@ if [ "$suite" = all ] || [ "$suite" = integration ]; then
     [settings-lifetimes]=100 [settings-limits]=80 [tracing-export]=66 [event-replay]=60 [settings-build-user]=50
     [container-live]=40 [engine-credentials]=40 [attack-stack-egress]=40
     [cluster]=250 [packages]=200 [cluster-forward]=55 [cluster-jobs]=60 [cluster-sessions]=35
-    [mcp]=40 [mcp-engine]=25 [cluster-events]=20 [shared-root]=60)
+    [mcp]=40 [mcp-engine]=25 [cluster-events]=20)
   weight() { local name; name=$(basename "$1" .test.ts); echo "${seconds[$name]:-30}"; }
   mapfile -t ordered < <(for f in "${files[@]}"; do echo "$(weight "$f") $f"; done | sort -rn | cut -d' ' -f2)
   shard_a=(); shard_b=(); load_a=0; load_b=0

@@ -128,11 +128,6 @@ export async function shareMountsBelow(dir: string): Promise<void> {
     if ([...mounted].some((path) => path.startsWith(`${dir}/`))) return;
     await run('mount', ['--bind', dir, dir]);
   }
-  // A peer group of its own: under a shared `/` (every systemd host) a bind joins `/`'s group, and each disk
-  // mounted below it then propagated back into `/` at the same path, hidden under the bind: every run disk
-  // appeared twice in the mount table, and a restart's clean-up left one copy mounted. Private first leaves
-  // that group; shared again starts a new one, so containers' copies still receive the unmounts.
-  await run('mount', ['--make-private', dir]);
   await run('mount', ['--make-shared', dir]);
 }
 
